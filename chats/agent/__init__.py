@@ -1,0 +1,1 @@
+"""The Research Agent protocol: typed events, the SSE parser, the HTTP client, the transcript."""

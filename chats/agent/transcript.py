@@ -1,0 +1,86 @@
+"""Everything one run of the agent said, accumulated from its events.
+
+The live run, crash recovery (rebuilding from the stored event log) and `render_stream` all
+fold events through `Transcript.apply`, so they cannot disagree about what an answer was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import (
+    AgentEvent,
+    AnswerEvent,
+    AuditEvent,
+    CompleteEvent,
+    ErrorEvent,
+    GroundingEvent,
+    PlanningEvent,
+    StructuredOutputEvent,
+    ToolErrorEvent,
+    event_from_message,
+)
+
+
+@dataclass
+class Transcript:
+    answer_parts: list[str] = field(default_factory=list)
+    references: list[Any] = field(default_factory=list)
+    audit_traces: list[dict[str, Any]] = field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    structured_output: Any = None
+    consumption: list[dict[str, Any]] = field(default_factory=list)
+    checkpoint_id: str = ""
+    upstream_chat_id: str = ""
+    error: str = ""
+    tool_errors: int = 0
+    completed: bool = False
+    event_count: int = 0
+
+    @property
+    def answer(self) -> str:
+        """The exact concatenation of ANSWER contents, in arrival order (seed 000)."""
+        if len(self.answer_parts) > 1:
+            self.answer_parts[:] = ["".join(self.answer_parts)]
+        return self.answer_parts[0] if self.answer_parts else ""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+    def apply(self, event: AgentEvent) -> None:
+        self.event_count += 1
+        if event.chat_id and not self.upstream_chat_id:
+            self.upstream_chat_id = event.chat_id
+        if isinstance(event, AnswerEvent):
+            self.answer_parts.append(event.content)
+        elif isinstance(event, GroundingEvent):
+            self.references.extend(event.references)
+        elif isinstance(event, AuditEvent):
+            self.audit_traces.extend(event.audit_traces)
+        elif isinstance(event, PlanningEvent):
+            self.plan = {"title": event.title, "steps": event.steps}
+        elif isinstance(event, StructuredOutputEvent):
+            self.structured_output = event.content
+        elif isinstance(event, ToolErrorEvent):
+            self.tool_errors += 1
+        elif isinstance(event, ErrorEvent):
+            self.error = event.error
+        elif isinstance(event, CompleteEvent):
+            self.completed = True
+            self.checkpoint_id = event.checkpoint_id
+            self.consumption = event.consumption
+
+    @classmethod
+    def from_events(cls, events: Iterable[AgentEvent]) -> Transcript:
+        transcript = cls()
+        for event in events:
+            transcript.apply(event)
+        return transcript
+
+    @classmethod
+    def from_messages(cls, messages: Iterable[dict[str, Any]]) -> Transcript:
+        """Rebuild from stored event bodies (TurnEvent.data)."""
+        return cls.from_events(e for m in messages if (e := event_from_message(m)) is not None)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ChatsConfig(AppConfig):
+    name = "chats"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,138 @@
+"""Chats, their turns (a question and its answer) and each turn's raw event log.
+
+Turns form a tree through `parent`: a follow-up is a child of the turn it follows, an edit or a
+retry is a sibling. `Chat.active_turn` is the leaf of the branch the user last looked at.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class ChatQuerySet(models.QuerySet):
+    def for_user(self, user) -> "ChatQuerySet":
+        return self.filter(owner=user)
+
+
+class Chat(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats")
+    title = models.CharField(max_length=200, blank=True)
+    # The agent's conversation id, from the event envelope of the latest upstream conversation.
+    upstream_chat_id = models.CharField(max_length=200, blank=True)
+    active_turn = models.ForeignKey(
+        "Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = ChatQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.title or f"Chat {self.pk}"
+
+
+class TurnQuerySet(models.QuerySet):
+    def streaming(self) -> "TurnQuerySet":
+        return self.filter(status=Turn.Status.STREAMING)
+
+    def orphaned(self, now=None) -> "TurnQuerySet":
+        """Streaming turns whose run stopped renewing its lease (the process died)."""
+        now = now or timezone.now()
+        return self.streaming().filter(
+            models.Q(lease_expires_at__lt=now) | models.Q(lease_expires_at__isnull=True)
+        )
+
+
+class Turn(models.Model):
+    class Status(models.TextChoices):
+        STREAMING = "streaming"
+        COMPLETE = "complete"
+        FAILED = "failed"
+        STOPPED = "stopped"
+        INTERRUPTED = "interrupted"
+
+    class Effort(models.TextChoices):
+        LITE = "lite"
+        STANDARD = "standard"
+
+    class ErrorKind(models.TextChoices):
+        NONE = "", "none"
+        AGENT = "agent", "the agent reported an error"
+        HTTP = "http", "the agent refused the request"
+        CANNOT_CONTINUE = "cannot_continue", "the conversation cannot be continued upstream"
+        UNREACHABLE = "unreachable", "the agent could not be reached"
+        STALLED = "stalled", "the agent stopped sending"
+        DROPPED = "dropped", "the connection dropped"
+        INCOMPLETE = "incomplete", "the stream ended early"
+        SERVER = "server", "the server stopped during the run"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    question = models.TextField()
+    research_effort = models.CharField(max_length=16, choices=Effort.choices, default=Effort.STANDARD)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.STREAMING, db_index=True
+    )
+    # Continuity: what this turn sent upstream and what its COMPLETE gave back.
+    upstream_chat_id = models.CharField(max_length=200, blank=True)
+    from_checkpoint_id = models.CharField(max_length=500, blank=True)
+    checkpoint_id = models.CharField(max_length=500, blank=True)
+    is_restart = models.BooleanField(
+        default=False, help_text="Started a fresh upstream conversation for this chat."
+    )
+    # The answer: the exact concatenation of ANSWER contents, and its cited rendering.
+    answer_text = models.TextField(blank=True)
+    answer_html = models.TextField(blank=True)
+    structured_output = models.JSONField(null=True, blank=True)
+    consumption = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    tool_error_count = models.PositiveIntegerField(default=0)
+    malformed_lines = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The run renews its lease while it streams; a lapsed lease means its process died.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TurnQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["chat", "parent"])]
+
+    def __str__(self) -> str:
+        return f"Turn {self.pk}: {self.question[:60]}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status != self.Status.STREAMING
+
+    @property
+    def can_retry(self) -> bool:
+        return self.status in {self.Status.FAILED, self.Status.STOPPED, self.Status.INTERRUPTED}
+
+    @property
+    def duration(self):
+        return self.finished_at - self.created_at if self.finished_at else None
+
+
+class TurnEvent(models.Model):
+    """One upstream event, in arrival order (`seq` starts at 1 for each turn)."""
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    data = models.JSONField(help_text="The event as received: the envelope's message or delta.")
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["turn", "seq"]
+        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="unique_event_seq")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"

@@ -1,0 +1,169 @@
+"""Settings for ResearchSite, read from the environment or a `.env` file (django-environ).
+
+Every variable is documented in README.md. Nothing secret has a committed default: without
+SECRET_KEY a random key is generated once and kept in the ignored `.local/` folder, so a
+fresh clone runs out of the box and production must set its own.
+"""
+
+import secrets
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+LOCAL_DIR = BASE_DIR / ".local"  # ignored by git: generated secret key, admin password
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _local_secret_key() -> str:
+    """Return the secret key kept in .local/, creating it on first use."""
+    path = LOCAL_DIR / "secret_key"
+    if not path.exists():
+        LOCAL_DIR.mkdir(exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env.str("SECRET_KEY", default="") or _local_secret_key()
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+PORT = env.int("PORT", default=8000)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "chats",
+    "citations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "researchsite.urls"
+ASGI_APPLICATION = "researchsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+# SQLite by default; DATABASE_URL=postgres://... for several processes.
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+
+
+def tune_sqlite(database: dict) -> None:
+    """Let readers and the event-log writer work concurrently (WAL) and fail late, not at once."""
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("OPTIONS", {}).update(
+            {
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            }
+        )
+
+
+tune_sqlite(DATABASES["default"])
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Channel layer --------------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Auth -----------------------------------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "chat_list"
+LOGOUT_REDIRECT_URL = "login"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # the chat page's script reads it to post branch switches
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+if env.bool("SECURE_COOKIES", default=False):
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+# --- Static files ---------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --- The research agent ---------------------------------------------------------------------
+# With no key the built-in demo agent (mounted in this site at DEMO_AGENT_PATH) answers.
+BIGDATA_API_KEY = env.str("BIGDATA_API_KEY", default="")
+DEMO_AGENT_PATH = "/demo-agent/v1/research-agent"
+DEMO_AGENT_ENABLED = env.bool("DEMO_AGENT_ENABLED", default=not BIGDATA_API_KEY)
+RESEARCH_AGENT_URL = env.str(
+    "RESEARCH_AGENT_URL",
+    default=(
+        "https://agents.bigdata.com/v1/research-agent"
+        if BIGDATA_API_KEY
+        else f"http://127.0.0.1:{PORT}{DEMO_AGENT_PATH}"
+    ),
+)
+AGENT_CONNECT_TIMEOUT = env.float("AGENT_CONNECT_TIMEOUT", default=10.0)
+AGENT_IDLE_TIMEOUT = env.float("AGENT_IDLE_TIMEOUT", default=120.0)
+AGENT_MAX_RETRIES = env.int("AGENT_MAX_RETRIES", default=3)
+AGENT_PERSISTENCE_MODE = env.str("AGENT_PERSISTENCE_MODE", default="enabled")
+# The demo agent signs its checkpoints so that foreign ones are refused like the real API's.
+DEMO_AGENT_SECRET = env.str("DEMO_AGENT_SECRET", default="") or SECRET_KEY
+DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast as it can
+
+# --- Streaming ------------------------------------------------------------------------------
+EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
+TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
+TURN_HEARTBEAT_SECONDS = env.float("TURN_HEARTBEAT_SECONDS", default=10.0)
+WEBSOCKET_MAX_FRAME_BYTES = 16 * 1024
+MESSAGE_MAX_CHARS = 8000
+
+# --- Logging --------------------------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+}
