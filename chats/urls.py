@@ -4,4 +4,8 @@ from . import views
 
 urlpatterns = [
     path("", views.chat_list, name="chat_list"),
+    path("chats/new/", views.chat_new, name="chat_new"),
+    path("chats/<int:chat_id>/", views.chat_detail, name="chat_detail"),
+    path("chats/<int:chat_id>/branch/", views.chat_branch_select, name="chat_branch_select"),
+    path("chats/<int:chat_id>/export.md", views.chat_export, name="chat_export"),
 ]

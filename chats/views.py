@@ -1,7 +1,68 @@
+"""Pages: the chat list, a chat, branch switching and the Markdown export."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from citations.export import export_turns_markdown
+
+from .models import Turn
+from .selectors import chat_branch, chat_get_for_user, chat_list_for_user
+from .services import TurnStartError, chat_create, chat_select_branch
 
 
+@require_GET
 @login_required
-def chat_list(request):
-    return HttpResponse("ok")
+def chat_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "chats/chat_list.html", {"chats": chat_list_for_user(user=request.user)})
+
+
+@require_POST
+@login_required
+def chat_new(request: HttpRequest) -> HttpResponse:
+    chat = chat_create(owner=request.user)
+    return redirect("chat_detail", chat_id=chat.pk)
+
+
+@require_GET
+@login_required
+def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    branch = chat_branch(chat=chat)
+    context = {
+        "chat": chat,
+        "branch": branch,
+        "newest_turn_id": max((item.turn.pk for item in branch), default=0),
+        "chats": chat_list_for_user(user=request.user),
+        "efforts": Turn.Effort.choices,
+        "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
+    }
+    return render(request, "chats/chat_detail.html", context)
+
+
+@require_POST
+@login_required
+def chat_branch_select(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    try:
+        chat_select_branch(chat=chat, turn_id=int(request.POST.get("turn_id", "")))
+    except (ValueError, TurnStartError):
+        return JsonResponse({"error": "That turn is not in this chat."}, status=HTTPStatus.BAD_REQUEST)
+    if request.headers.get("Accept") == "application/json":
+        return JsonResponse({"ok": True})
+    return redirect("chat_detail", chat_id=chat.pk)
+
+
+@require_GET
+@login_required
+def chat_export(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    turns = [item.turn for item in chat_branch(chat=chat)]
+    response = HttpResponse(export_turns_markdown(turns), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="chat-{chat.pk}.md"'
+    return response

@@ -9,3 +9,10 @@ if test_url := env.str("TEST_DATABASE_URL", default=""):
     DATABASES["default"] = environ.Env.db_url_config(test_url)
     tune_sqlite(DATABASES["default"])
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Browser tests serve the site from a thread: a file database lets it and the test share data
+# without SQLite's shared-cache table locks.
+LOCAL_DIR.mkdir(exist_ok=True)  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(LOCAL_DIR / "test-db.sqlite3")}  # noqa: F405
+DEMO_AGENT_PACE = 0.15

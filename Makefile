@@ -1,0 +1,59 @@
+# ResearchSite: `make run` serves the site, `make test` runs every check. Both set up .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export PORT
+
+.PHONY: run test test-services lint format bench lock clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Stamp files: reinstall only when the pins change.
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.runtime
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_account
+	@echo "Serving on http://$(HOST):$(PORT)/"
+	$(BIN)/uvicorn researchsite.asgi:application --host $(HOST) --port $(PORT) --lifespan on --ws websockets-sansio --no-access-log
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: $(VENV)/.dev lint
+	$(BIN)/pytest
+
+# The same suite on PostgreSQL and the Redis channel layer (the two-process test runs here).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
+test-services: $(VENV)/.dev
+	TEST_DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/pytest
+
+format: $(VENV)/.dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(VENV)/.dev
+	$(BIN)/python bench/citations_render.py
+	$(BIN)/python bench/streaming.py
+
+lock:
+	rm -rf /tmp/researchsite-lock && $(PYTHON) -m venv /tmp/researchsite-lock
+	/tmp/researchsite-lock/bin/pip install --quiet $$($(PYTHON) -c 'import tomllib; \
+	  print(" ".join(repr(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
+	( echo "# Runtime dependencies, fully pinned (regenerate with: make lock)."; \
+	  /tmp/researchsite-lock/bin/pip freeze ) > requirements.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,237 @@
+"""The HTTP client for the Research Agent: one POST, one long SSE response (seed 002).
+
+HTTP errors only happen before the first event, so that is the only time we retry (429, 5xx,
+connection failures), honouring Retry-After. Once events have flowed a failure ends the run:
+replaying a research request would bill and answer twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from .events import AgentEvent
+from .sse import EventParser, aiter_events
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER = 30.0
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """The request body (PROTOCOL.md, "Request")."""
+
+    message: str
+    research_effort: str = "standard"
+    chat_id: str | None = None
+    from_checkpoint_id: str | None = None
+    persistence_mode: str = "enabled"
+
+    def payload(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    url: str
+    api_key: str = ""
+    connect_timeout: float = 10.0
+    idle_timeout: float = 120.0
+    max_retries: int = 3
+    backoff_base: float = 0.5
+
+
+class AgentError(Exception):
+    """A failure the user is told about; `user_message` never contains the API key."""
+
+    def __init__(self, user_message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(user_message)
+        self.user_message = user_message
+        self.kind = kind
+        self.status = status
+
+
+RetryNotice = Callable[[str, float], Awaitable[None]]
+
+
+class AgentStream:
+    """Open one run of the agent and iterate its events.
+
+    `on_retry(message, delay)` is awaited before each retry so the page can say what is going on.
+    """
+
+    def __init__(
+        self,
+        request: AgentRequest,
+        settings: AgentSettings,
+        *,
+        on_retry: RetryNotice | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.request = request
+        self.settings = settings
+        self.parser = EventParser()
+        self._on_retry = on_retry
+        self._transport = transport
+
+    @property
+    def malformed_lines(self) -> int:
+        return self.parser.malformed_lines
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        timeout = httpx.Timeout(
+            connect=self.settings.connect_timeout,
+            read=self.settings.idle_timeout,  # between two chunks: heartbeats keep a run alive
+            write=10.0,
+            pool=10.0,
+        )
+        headers = {"Content-Type": "application/json"}
+        if self.settings.api_key:
+            headers["X-API-KEY"] = self.settings.api_key
+        async with httpx.AsyncClient(timeout=timeout, transport=self._transport) as client:
+            attempt = 0
+            while True:
+                started = False
+                try:
+                    async with aconnect_sse(
+                        client,
+                        "POST",
+                        self.settings.url,
+                        json=self.request.payload(),
+                        headers=headers,
+                    ) as source:
+                        response = source.response
+                        if response.status_code >= 400:
+                            await response.aread()
+                            raise _http_error(response, self.request)
+                        async for event in aiter_events(response.aiter_text(), self.parser):
+                            started = True
+                            yield event
+                        return
+                except AgentError as error:
+                    if started or error.status not in RETRYABLE_STATUS:
+                        raise
+                    retry_after = error.retry_after  # type: ignore[attr-defined]
+                    failure = error
+                except httpx.ConnectError as error:
+                    retry_after = None
+                    failure = AgentError(
+                        f"Could not reach the research agent at {self._host()}.",
+                        kind="unreachable",
+                    )
+                    logger.warning("Agent connect failed: %s", type(error).__name__)
+                except httpx.ConnectTimeout:
+                    retry_after = None
+                    failure = AgentError(
+                        f"The research agent at {self._host()} did not answer within "
+                        f"{self.settings.connect_timeout:g} s.",
+                        kind="unreachable",
+                    )
+                except httpx.ReadTimeout as error:
+                    raise AgentError(
+                        f"The research agent sent nothing for {self.settings.idle_timeout:g} s, "
+                        "so the answer was cut off.",
+                        kind="stalled",
+                    ) from error
+                except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+                    if not started:
+                        retry_after, failure = None, AgentError(
+                            "The connection to the research agent dropped before it answered.",
+                            kind="dropped",
+                        )
+                    else:
+                        raise AgentError(
+                            "The connection to the research agent dropped mid-answer.",
+                            kind="dropped",
+                        ) from error
+                attempt += 1
+                if attempt > self.settings.max_retries:
+                    raise failure
+                delay = self._backoff(attempt, retry_after)
+                if self._on_retry is not None:
+                    await self._on_retry(failure.user_message, delay)
+                await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
+        return min(self.settings.backoff_base * 2 ** (attempt - 1), MAX_RETRY_AFTER)
+
+    def _host(self) -> str:
+        return urlsplit(self.settings.url).netloc or self.settings.url
+
+
+def _http_error(response: httpx.Response, request: AgentRequest) -> AgentError:
+    """Build the user-facing error for a refused request from the body's `detail`."""
+    status = response.status_code
+    detail = _detail(response)
+    continuing = bool(request.chat_id or request.from_checkpoint_id)
+    lowered = detail.lower()
+    if continuing and (
+        (status == 404) or (status in {400, 409} and "persistence_mode" in lowered)
+    ):
+        message = (
+            "The research agent can no longer continue this conversation"
+            f" ({detail or 'not found'}). You can start a fresh agent conversation from here;"
+            " this chat's history stays."
+        )
+        error = AgentError(message, kind="cannot_continue", status=status)
+    else:
+        message = {
+            400: "The research agent rejected the request",
+            401: "The research agent did not accept the API key (check BIGDATA_API_KEY)",
+            403: "The API key is not entitled to this request",
+            404: "The research agent could not find what was asked for",
+            422: "The research agent found the request invalid",
+            429: "The research agent is rate limiting requests; retried and gave up",
+        }.get(status, f"The research agent failed (HTTP {status})")
+        if detail and status != 401:
+            message = f"{message}: {detail}"
+        error = AgentError(message + ".", kind="http", status=status)
+    error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
+    return error
+
+
+def _detail(response: httpx.Response) -> str:
+    """Return `detail` as one readable line (400/422 may send a list of {loc, msg})."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        return response.text.strip()[:300]
+    detail = body.get("detail") if isinstance(body, dict) else body
+    if isinstance(detail, list):
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                location = ".".join(str(p) for p in item.get("loc", []) if p != "body")
+                parts.append(f"{location}: {item.get('msg', '')}" if location else str(item.get("msg")))
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)[:300]
+    return str(detail)[:300] if detail is not None else ""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:  # the HTTP-date form
+        return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError):
+        return None

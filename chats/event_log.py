@@ -1,0 +1,115 @@
+"""Store each run's events, then relay them: one batched write and one frame per chat per tick.
+
+Every running turn in this process appends here; a single flusher writes all pending events in
+one transaction every EVENT_FLUSH_INTERVAL and only then publishes them to each chat's group.
+Publishing after the commit is what makes resume gap-free: a page that subscribes and then
+reads the log sees every event either in the log or live (maybe both; seqs dedupe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+from .agent.events import AgentEvent
+from .frames import event_view
+from .models import TurnEvent
+
+logger = logging.getLogger(__name__)
+
+
+def chat_group(chat_id: int) -> str:
+    return f"chat.{chat_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    chat_id: int
+    turn_id: int
+    seq: int
+    event: AgentEvent
+
+
+class EventLog:
+    """The batching writer and relay of one event loop."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._pending: list[PendingEvent] = []
+        self._lock = asyncio.Lock()
+        self._wakeup = asyncio.Event()
+        self._flusher: asyncio.Task | None = None
+
+    def append(self, chat_id: int, turn_id: int, seq: int, event: AgentEvent) -> None:
+        self._pending.append(PendingEvent(chat_id, turn_id, seq, event))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_forever(), name="event-log-flusher")
+        self._wakeup.set()
+
+    async def flush(self) -> None:
+        """Write and publish everything appended so far (a run calls this before it finishes)."""
+        async with self._lock:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    await _write(batch)
+                except Exception:
+                    self._pending[:0] = batch  # nothing is lost: the next flush tries again
+                    raise
+                await _publish(batch)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            # Let the batch fill for one interval: this is the frame-coalescing window.
+            await asyncio.sleep(self.interval)
+            try:
+                await self.flush()
+            except Exception:  # keep relaying other turns; the events stay pending
+                logger.exception("Writing the event log failed; retrying")
+                await asyncio.sleep(1)
+                self._wakeup.set()
+
+
+@database_sync_to_async
+def _write(batch: list[PendingEvent]) -> None:
+    with transaction.atomic():
+        TurnEvent.objects.bulk_create(
+            TurnEvent(turn_id=p.turn_id, seq=p.seq, type=p.event.type[:40], data=p.event.data)
+            for p in batch
+        )
+
+
+async def _publish(batch: list[PendingEvent]) -> None:
+    layer = get_channel_layer()
+    by_turn = groupby(sorted(batch, key=lambda p: (p.turn_id, p.seq)), key=lambda p: p.turn_id)
+    for turn_id, items in by_turn:
+        items = list(items)
+        message: dict[str, Any] = {
+            "type": "turn.events",
+            "turn_id": turn_id,
+            "events": [event_view(p.seq, p.event) for p in items],
+        }
+        await layer.group_send(chat_group(items[0].chat_id), message)
+
+
+_logs: dict[asyncio.AbstractEventLoop, EventLog] = {}
+
+
+def get_event_log() -> EventLog:
+    """Return this event loop's EventLog (tests run one loop each; servers run one)."""
+    loop = asyncio.get_running_loop()
+    for stale in [known for known in _logs if known.is_closed()]:
+        del _logs[stale]
+    if loop not in _logs:
+        _logs[loop] = EventLog(settings.EVENT_FLUSH_INTERVAL)
+    return _logs[loop]

@@ -1,0 +1,100 @@
+"""Reads: chats for a user, the visible branch of a chat, the event log after a cursor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+
+from .frames import stored_event_view
+from .models import Chat, Turn, TurnEvent
+
+
+def chat_list_for_user(*, user) -> list[Chat]:
+    return list(Chat.objects.for_user(user).order_by("-updated_at", "-id"))
+
+
+def chat_get_for_user(*, user, chat_id: int) -> Chat:
+    """Return the user's chat or raise Http404: another user's chat does not exist for them."""
+    return get_object_or_404(Chat.objects.for_user(user), pk=chat_id)
+
+
+def chat_find_for_user(*, user, chat_id: int) -> Chat | None:
+    if not user.is_authenticated:
+        return None
+    return Chat.objects.for_user(user).filter(pk=chat_id).first()
+
+
+@dataclass(frozen=True)
+class BranchTurn:
+    """A turn on the visible branch, with its place among its siblings ("2 / 3")."""
+
+    turn: Turn
+    position: int  # 1-based among siblings
+    siblings: list[int]  # sibling turn ids in creation order, this one included
+
+    @property
+    def previous_sibling(self) -> int | None:
+        return self.siblings[self.position - 2] if self.position > 1 else None
+
+    @property
+    def next_sibling(self) -> int | None:
+        return self.siblings[self.position] if self.position < len(self.siblings) else None
+
+
+def chat_turn_tree(*, chat: Chat) -> dict[int | None, list[Turn]]:
+    """Return children by parent id (None for the first questions), in creation order."""
+    tree: dict[int | None, list[Turn]] = {}
+    for turn in Turn.objects.filter(chat=chat).order_by("created_at", "id"):
+        tree.setdefault(turn.parent_id, []).append(turn)
+    return tree
+
+
+def branch_leaf(tree: dict[int | None, list[Turn]], turn: Turn) -> Turn:
+    """Follow the newest child down from `turn` to a leaf."""
+    while tree.get(turn.pk):
+        turn = tree[turn.pk][-1]
+    return turn
+
+
+def chat_branch(*, chat: Chat, tree: dict[int | None, list[Turn]] | None = None) -> list[BranchTurn]:
+    """Return the visible branch, root first: the path to the chat's active turn."""
+    tree = tree if tree is not None else chat_turn_tree(chat=chat)
+    by_id = {t.pk: t for children in tree.values() for t in children}
+    leaf = by_id.get(chat.active_turn_id)
+    if leaf is None:
+        if not tree.get(None):
+            return []
+        leaf = branch_leaf(tree, tree[None][-1])
+    path = []
+    turn: Turn | None = leaf
+    while turn is not None:
+        path.append(turn)
+        turn = by_id.get(turn.parent_id)
+    path.reverse()
+    branch = []
+    for turn in path:
+        siblings = [t.pk for t in tree[turn.parent_id]]
+        branch.append(BranchTurn(turn, siblings.index(turn.pk) + 1, siblings))
+    return branch
+
+
+def branch_turn(*, turn: Turn) -> BranchTurn:
+    """Return one turn with its siblings, for rendering a single card."""
+    siblings = list(
+        Turn.objects.filter(chat_id=turn.chat_id, parent_id=turn.parent_id)
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)
+    )
+    return BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
+
+
+def turn_events_after(*, turn_id: int, after_seq: int, limit: int = 5000) -> list[dict[str, Any]]:
+    """Return the page's view of the logged events with seq > after_seq, in order."""
+    rows = (
+        TurnEvent.objects.filter(turn_id=turn_id, seq__gt=after_seq)
+        .order_by("seq")
+        .values_list("seq", "data")[:limit]
+    )
+    return [stored_event_view(seq, data) for seq, data in rows]

@@ -1,0 +1,178 @@
+"""Writes: start a turn, finish it, recover turns whose process died, choose a branch."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from citations.render_html import render_html
+from citations.services import citations_store_for_turn
+
+from .agent.client import AgentRequest
+from .agent.transcript import Transcript
+from .frames import LEAF
+from .models import Chat, Turn, TurnEvent
+from .selectors import branch_leaf, chat_branch, chat_turn_tree
+
+logger = logging.getLogger(__name__)
+
+INITIAL_CHECKPOINT = "INITIAL"  # PROTOCOL.md: resets an upstream chat to its start
+
+
+def chat_create(*, owner) -> Chat:
+    return Chat.objects.create(owner=owner)
+
+
+class TurnStartError(ValueError):
+    """The turn cannot be started as asked (e.g. the parent is not in this chat)."""
+
+
+@transaction.atomic
+def turn_start(
+    *,
+    chat: Chat,
+    question: str,
+    research_effort: str,
+    parent_turn_id: int | None | str = LEAF,
+    restart: bool = False,
+) -> tuple[Turn, AgentRequest]:
+    """Create a streaming turn and the request that continues its branch upstream.
+
+    A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
+    at the start of an existing conversation (an edited first question) branches from INITIAL;
+    a restart begins a fresh upstream conversation while the local history stays.
+    """
+    chat = Chat.objects.select_for_update().get(pk=chat.pk)
+    tree = chat_turn_tree(chat=chat)
+    by_id = {t.pk: t for children in tree.values() for t in children}
+    if parent_turn_id == LEAF:
+        branch = chat_branch(chat=chat, tree=tree)
+        parent = branch[-1].turn if branch else None
+    elif parent_turn_id is None:
+        parent = None
+    else:
+        parent = by_id.get(parent_turn_id)
+        if parent is None:
+            raise TurnStartError("That turn is not in this chat.")
+
+    upstream_chat_id, from_checkpoint = "", ""
+    if not restart:
+        anchor = parent
+        while anchor is not None and not (anchor.status == Turn.Status.COMPLETE and anchor.checkpoint_id):
+            anchor = by_id.get(anchor.parent_id)
+        if anchor is not None:
+            upstream_chat_id = anchor.upstream_chat_id or chat.upstream_chat_id
+            from_checkpoint = anchor.checkpoint_id
+        elif chat.upstream_chat_id:
+            upstream_chat_id, from_checkpoint = chat.upstream_chat_id, INITIAL_CHECKPOINT
+
+    now = timezone.now()
+    turn = Turn.objects.create(
+        chat=chat,
+        parent=parent,
+        question=question,
+        research_effort=research_effort,
+        upstream_chat_id=upstream_chat_id,
+        from_checkpoint_id=from_checkpoint,
+        is_restart=restart,
+        lease_expires_at=now + timedelta(seconds=settings.TURN_LEASE_SECONDS),
+    )
+    chat.active_turn = turn
+    chat.updated_at = now
+    if not chat.title:
+        chat.title = " ".join(question.split())[:80]
+    chat.save(update_fields=["active_turn", "updated_at", "title"])
+    request = AgentRequest(
+        message=question,
+        research_effort=research_effort,
+        chat_id=upstream_chat_id or None,
+        from_checkpoint_id=from_checkpoint or None,
+        persistence_mode=settings.AGENT_PERSISTENCE_MODE,
+    )
+    return turn, request
+
+
+@transaction.atomic
+def turn_finish(
+    *,
+    turn_id: int,
+    transcript: Transcript,
+    status: str,
+    error: str = "",
+    error_kind: str = "",
+    malformed_lines: int = 0,
+) -> Turn | None:
+    """Store the answer, its citations and the outcome in one transaction.
+
+    Returns None when the turn was already finished (by a sweeper that thought its run dead).
+    """
+    turn = Turn.objects.select_for_update().select_related("chat").get(pk=turn_id)
+    if turn.is_finished:
+        return None
+    answer = transcript.answer
+    cited = citations_store_for_turn(
+        turn=turn,
+        answer=answer,
+        references=transcript.references,
+        audit_traces=transcript.audit_traces,
+    )
+    turn.answer_text = answer
+    turn.answer_html = render_html(cited, doc_id=f"t{turn.pk}")
+    turn.status = status
+    turn.error = error
+    turn.error_kind = error_kind
+    turn.checkpoint_id = transcript.checkpoint_id
+    turn.consumption = transcript.consumption
+    turn.structured_output = transcript.structured_output
+    turn.tool_error_count = transcript.tool_errors
+    turn.malformed_lines = malformed_lines
+    turn.finished_at = timezone.now()
+    turn.lease_expires_at = None
+    if transcript.upstream_chat_id:
+        turn.upstream_chat_id = transcript.upstream_chat_id
+    turn.save()
+    chat = turn.chat
+    chat.updated_at = turn.finished_at
+    update = ["updated_at"]
+    if transcript.upstream_chat_id and (turn.is_restart or not chat.upstream_chat_id):
+        chat.upstream_chat_id = transcript.upstream_chat_id
+        update.append("upstream_chat_id")
+    chat.save(update_fields=update)
+    return turn
+
+
+def turn_renew_leases(*, turn_ids: list[int]) -> None:
+    expires = timezone.now() + timedelta(seconds=settings.TURN_LEASE_SECONDS)
+    Turn.objects.filter(pk__in=turn_ids).streaming().update(lease_expires_at=expires)
+
+
+def turn_interrupt_orphans() -> list[Turn]:
+    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers."""
+    finished = []
+    for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):
+        messages = TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
+        turn = turn_finish(
+            turn_id=turn_id,
+            transcript=Transcript.from_messages(messages),
+            status=Turn.Status.INTERRUPTED,
+            error="The server stopped while this answer was being written. Retry to ask again.",
+            error_kind=Turn.ErrorKind.SERVER,
+        )
+        if turn is not None:
+            logger.warning("Marked orphaned turn %s interrupted", turn_id)
+            finished.append(turn)
+    return finished
+
+
+def chat_select_branch(*, chat: Chat, turn_id: int) -> None:
+    """Show the branch through `turn_id`, down to its newest leaf."""
+    tree = chat_turn_tree(chat=chat)
+    turn = next((t for children in tree.values() for t in children if t.pk == turn_id), None)
+    if turn is None:
+        raise TurnStartError("That turn is not in this chat.")
+    chat.active_turn = branch_leaf(tree, turn)
+    chat.save(update_fields=["active_turn"])

@@ -1,0 +1,317 @@
+// The chat page: one websocket per chat, applying the server's frames to the thread.
+//
+// The server owns everything that matters: it renders every card and the final cited answer.
+// This script only shows a streaming turn's progress (plan, tool activity, a Markdown preview
+// of the answer so far) and keeps a cursor per streaming turn so a reconnect resumes exactly.
+(() => {
+  "use strict";
+
+  const root = document.getElementById("chat");
+  if (!root) return;
+
+  const chatId = root.dataset.chatId;
+  const thread = document.getElementById("thread");
+  const composer = document.getElementById("composer");
+  const message = document.getElementById("message");
+  const effort = document.getElementById("effort");
+  const sendButton = document.getElementById("send");
+  const modeBox = document.getElementById("composer-mode");
+  const connectionBanner = document.getElementById("connection");
+  // Raw HTML off: the agent's text is shown as text; markdown-it also refuses javascript: links.
+  const markdown = window.markdownit({ html: false, linkify: false });
+
+  const FINAL_CLOSE_CODES = { 4401: "Your session has ended. Reload the page to log in again.",
+                              4404: "This chat is not available." };
+  const streams = new Map(); // turn id -> {seq, text, committed, fences, dirty}
+  let newestTurnId = Number(root.dataset.newestTurnId) || 0;
+  let socket = null;
+  let reconnectDelay = 500;
+  let mode = null; // {parentTurnId} while editing a question or continuing from an answer
+
+  // --- Connection -------------------------------------------------------------------------
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}/ws/chats/${chatId}/`);
+    socket.addEventListener("open", () => {
+      reconnectDelay = 500;
+      showConnection("");
+      sync();
+    });
+    socket.addEventListener("message", (event) => handleFrame(JSON.parse(event.data)));
+    socket.addEventListener("close", (event) => {
+      if (FINAL_CLOSE_CODES[event.code]) {
+        showConnection(FINAL_CLOSE_CODES[event.code]);
+        return;
+      }
+      showConnection("Connection lost. Reconnecting… (answers keep being written meanwhile)");
+      setTimeout(connect, reconnectDelay);
+      reconnectDelay = Math.min(reconnectDelay * 2, 10000);
+    });
+  }
+
+  function send(frame) {
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      showConnection("Not connected yet; try again in a moment.");
+      return false;
+    }
+    socket.send(JSON.stringify(frame));
+    return true;
+  }
+
+  // Ask for whatever this page has not seen: events after each streaming turn's cursor, and
+  // turns newer than the newest one on the page.
+  function sync() {
+    const cursors = {};
+    for (const card of thread.querySelectorAll('.turn[data-status="streaming"]')) {
+      cursors[card.dataset.turnId] = streamFor(card.dataset.turnId).seq;
+    }
+    send({ type: "sync", cursors, newest_turn_id: newestTurnId });
+  }
+
+  function showConnection(text) {
+    connectionBanner.textContent = text;
+    connectionBanner.hidden = !text;
+  }
+
+  // --- Frames from the server -------------------------------------------------------------
+
+  function handleFrame(frame) {
+    switch (frame.type) {
+      case "turn.started": return onTurnStarted(frame);
+      case "turn.events": return onTurnEvents(frame);
+      case "turn.notice": return setLiveStatus(frame.turn_id, frame.label);
+      case "turn.finished": return onTurnFinished(frame);
+      case "error": return showConnection(frame.message);
+    }
+  }
+
+  function onTurnStarted(frame) {
+    newestTurnId = Math.max(newestTurnId, frame.turn_id);
+    if (cardFor(frame.turn_id)) return;
+    // A new turn shows the branch it is on: drop the cards after its parent.
+    const parent = frame.parent_id ? cardFor(frame.parent_id) : null;
+    if (frame.parent_id && !parent) return; // started on a branch this page is not showing
+    const cards = [...thread.querySelectorAll(".turn")];
+    const keep = parent ? cards.indexOf(parent) + 1 : 0;
+    cards.slice(keep).forEach((card) => card.remove());
+    thread.querySelector(".empty-hint")?.remove();
+    thread.insertAdjacentHTML("beforeend", frame.html);
+    cardFor(frame.turn_id).scrollIntoView({ block: "nearest" });
+    updateComposer();
+  }
+
+  function onTurnEvents(frame) {
+    const card = cardFor(frame.turn_id);
+    if (!card || card.dataset.status !== "streaming") return;
+    const stream = streamFor(frame.turn_id);
+    for (const event of frame.events) {
+      if (event.seq <= stream.seq) continue; // already applied
+      if (event.seq !== stream.seq + 1) { sync(); return; } // a gap: ask the log for it
+      applyEvent(card, stream, event);
+      stream.seq = event.seq;
+    }
+    scheduleRender(card, stream);
+  }
+
+  function onTurnFinished(frame) {
+    const card = cardFor(frame.turn_id);
+    streams.delete(String(frame.turn_id));
+    if (card) {
+      card.outerHTML = frame.html; // the server's cited answer replaces the preview
+    }
+    updateComposer();
+  }
+
+  function applyEvent(card, stream, event) {
+    switch (event.type) {
+      case "PLANNING": return renderPlan(card, event.plan);
+      case "THINKING": return setLiveStatus(card.dataset.turnId, "Thinking…");
+      case "ACTION":
+        addActivity(card, event.label, "action");
+        return setLiveStatus(card.dataset.turnId, event.label);
+      case "ANSWER":
+        stream.text += event.content;
+        stream.dirty = true;
+        return setLiveStatus(card.dataset.turnId, "Writing the answer…");
+      case "TOOL_ERROR":
+      case "LLM_RETRY":
+        return addActivity(card, event.label, "quiet");
+      case "ERROR": {
+        const banner = document.createElement("p");
+        banner.className = "banner error";
+        banner.setAttribute("role", "alert");
+        banner.textContent = event.label;
+        card.querySelector("[data-live]").append(banner);
+        return;
+      }
+      case "COMPLETE": return setLiveStatus(card.dataset.turnId, "Adding citations…");
+    }
+  }
+
+  function renderPlan(card, plan) {
+    const box = card.querySelector("[data-plan]");
+    box.replaceChildren(); // each PLANNING replaces the last
+    const title = document.createElement("h3");
+    title.textContent = plan.title || "Research plan";
+    const list = document.createElement("ol");
+    for (const step of plan.steps) {
+      const item = document.createElement("li");
+      item.className = `step step-${(step.status || "").toLowerCase()}`;
+      item.textContent = step.description;
+      const status = document.createElement("span");
+      status.className = "step-status";
+      status.textContent = (step.status || "").replace("_", " ").toLowerCase();
+      item.append(" ", status);
+      list.append(item);
+    }
+    box.append(title, list);
+    box.hidden = false;
+  }
+
+  function addActivity(card, label, kind) {
+    const item = document.createElement("li");
+    item.className = kind;
+    item.textContent = label;
+    card.querySelector("[data-activity]").append(item);
+  }
+
+  function setLiveStatus(turnId, text) {
+    const status = cardFor(turnId)?.querySelector("[data-live-status]");
+    if (status) status.textContent = text;
+  }
+
+  // --- Answer preview ---------------------------------------------------------------------
+  // Render at most once per animation frame, and only the open block: paragraphs before the
+  // last blank line (outside a code fence) are rendered once and kept.
+
+  function scheduleRender(card, stream) {
+    if (!stream.dirty || stream.scheduled) return;
+    stream.scheduled = true;
+    requestAnimationFrame(() => {
+      stream.scheduled = false;
+      stream.dirty = false;
+      renderPreview(card, stream);
+    });
+  }
+
+  function renderPreview(card, stream) {
+    const box = card.querySelector("[data-answer]");
+    if (!box) return;
+    if (!box.firstChild) box.innerHTML = '<div class="committed"></div><div class="open"></div>';
+    const boundary = stream.text.lastIndexOf("\n\n");
+    if (boundary > stream.committed) {
+      const block = stream.text.slice(stream.committed, boundary);
+      const fences = (block.match(/^\s*(```|~~~)/gm) || []).length;
+      if ((stream.fences + fences) % 2 === 0) {
+        box.firstChild.insertAdjacentHTML("beforeend", markdown.render(block));
+        stream.committed = boundary;
+        stream.fences += fences;
+      }
+    }
+    box.lastChild.innerHTML = markdown.render(stream.text.slice(stream.committed));
+  }
+
+  // --- Composer and turn actions ----------------------------------------------------------
+
+  function ask(extra) {
+    return send({ type: "ask", research_effort: effort.value, ...extra });
+  }
+
+  composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = message.value;
+    if (!text.trim() || sendButton.disabled) return;
+    const frame = { message: text };
+    if (mode) frame.parent_turn_id = mode.parentTurnId;
+    if (ask(frame)) {
+      message.value = "";
+      setMode(null);
+    }
+  });
+
+  message.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      composer.requestSubmit();
+    }
+  });
+
+  modeBox.querySelector('[data-action="cancel-mode"]').addEventListener("click", () => setMode(null));
+
+  thread.addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    const card = button?.closest(".turn");
+    if (!button || !card) return;
+    const turnId = Number(card.dataset.turnId);
+    const parentTurnId = card.dataset.parentId ? Number(card.dataset.parentId) : null;
+    const question = card.querySelector("[data-question]").textContent;
+    if (button.dataset.branchTo) return switchBranch(button.dataset.branchTo);
+    switch (button.dataset.action) {
+      case "stop":
+        if (send({ type: "stop", turn_id: turnId })) {
+          button.disabled = true;
+          button.textContent = "Stopping…";
+        }
+        return;
+      case "edit":
+        message.value = question;
+        setMode({ parentTurnId }, "Editing a question: sending starts a new version of it.");
+        return;
+      case "continue":
+        setMode({ parentTurnId: turnId }, "Continuing from this answer: your question branches from here.");
+        return;
+      case "retry":
+        ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId });
+        return;
+      case "restart":
+        ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId, restart: true });
+        return;
+    }
+  });
+
+  function setMode(newMode, text) {
+    mode = newMode;
+    modeBox.hidden = !newMode;
+    modeBox.querySelector("span").textContent = text || "";
+    if (newMode) message.focus();
+  }
+
+  async function switchBranch(turnId) {
+    const body = new URLSearchParams({ turn_id: turnId });
+    const response = await fetch(root.dataset.branchUrl, {
+      method: "POST",
+      body,
+      headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      credentials: "same-origin",
+    });
+    if (response.ok) location.reload();
+    else showConnection("Could not switch versions; reload the page and try again.");
+  }
+
+  function updateComposer() {
+    const streaming = thread.querySelector('.turn[data-status="streaming"]');
+    sendButton.disabled = Boolean(streaming);
+    sendButton.textContent = streaming ? "Answering…" : "Send";
+  }
+
+  // --- Helpers ----------------------------------------------------------------------------
+
+  function cardFor(turnId) {
+    return document.getElementById(`turn-${turnId}`);
+  }
+
+  function streamFor(turnId) {
+    const key = String(turnId);
+    if (!streams.has(key)) streams.set(key, { seq: 0, text: "", committed: 0, fences: 0 });
+    return streams.get(key);
+  }
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  updateComposer();
+  connect();
+})();

@@ -1,0 +1,111 @@
+"""Real Chromium (Debian's) driving the real site served by uvicorn on a loopback port."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port, serve_asgi
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser/" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def site(transactional_db, settings):
+    """The whole site (researchsite.asgi) with its built-in demo agent, on a free port."""
+    port = free_port()
+    settings.RESEARCH_AGENT_URL = f"http://127.0.0.1:{port}{settings.DEMO_AGENT_PATH}"
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    from researchsite.asgi import application
+
+    with serve_asgi(application, port=port, lifespan="on") as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.js_errors = errors
+    yield page
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture
+def analyst(django_user_model):
+    return django_user_model.objects.create_user("analyst", password="correct-horse-42")
+
+
+def log_in(page, site: str, username: str = "analyst", password: str = "correct-horse-42") -> None:
+    page.goto(f"{site}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r".*/$"))
+
+
+def new_chat(page) -> None:
+    page.get_by_role("button", name="New chat").first.click()
+    page.wait_for_url(re.compile(r".*/chats/\d+/$"))
+
+
+def ask(page, question: str, *, effort: str | None = None) -> None:
+    box = page.get_by_label("Message")
+    box.fill(question)
+    if effort:
+        page.get_by_label("Research effort").select_option(effort)
+    box.press("Enter")
+
+
+def wait_for_answer(page, turn_index: int = -1, timeout: float = 30_000):
+    """Wait until the turn at `turn_index` has finished streaming; return its locator."""
+    page.wait_for_function(
+        "(i) => { const t = [...document.querySelectorAll('.turn')].at(i);"
+        " return t && t.dataset.status !== 'streaming'; }",
+        arg=turn_index,
+        timeout=timeout,
+    )
+    return page.locator(".turn").nth(turn_index if turn_index >= 0 else page.locator(".turn").count() - 1)

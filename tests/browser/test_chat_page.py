@@ -1,0 +1,195 @@
+"""The chat page in real Chromium: ask, watch, keep; branch; reload mid-answer; hostile text."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from chats.models import Turn
+from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
+from tests.servers import serve_asgi
+from tests.upstream import Reply, ScriptedUpstream
+
+
+def test_ask_watch_the_agent_work_and_keep_the_cited_answer(page, site, analyst):
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "How did NVIDIA's data center business do?")
+
+    turn = page.locator(".turn").first
+    expect(turn.locator("[data-plan] li").first).to_be_visible()  # the research plan
+    expect(turn.locator("[data-activity] li").filter(has_text="Searching:").first).to_be_visible()
+    expect(turn.locator("[data-answer]")).not_to_be_empty()  # the answer streams in
+    expect(page.get_by_role("button", name="Answering…")).to_be_disabled()
+
+    answer = wait_for_answer(page)
+    expect(answer.locator(".answer.cited")).to_contain_text("NVIDIA")
+    expect(answer.get_by_text("Sources")).to_be_visible()
+    first_marker = answer.locator(".answer.cited sup a").first
+    expect(first_marker).to_be_visible()
+    cited_html = answer.locator(".answer.cited").inner_html()
+
+    page.reload()
+    kept = page.locator(".turn").first
+    expect(kept.locator(".answer.cited")).to_be_visible()
+    assert kept.locator(".answer.cited").inner_html() == cited_html
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    assert page.js_errors == []
+
+
+def test_shift_enter_is_a_newline_and_enter_sends(page, site, analyst):
+    log_in(page, site)
+    new_chat(page)
+    box = page.get_by_label("Message")
+    box.fill("Line one")
+    box.press("Shift+Enter")
+    box.type("line two about Apple")
+    assert box.input_value() == "Line one\nline two about Apple"
+    box.press("Enter")
+    expect(page.locator(".turn .question-text").first).to_have_text("Line one\nline two about Apple")
+    wait_for_answer(page)
+
+
+def test_branching_edit_switch_and_reload_keep_the_same_tree(page, site, analyst):
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "How is NVIDIA doing?", effort="lite")
+    wait_for_answer(page, 0)
+    ask(page, "What about its margins?")
+    second = wait_for_answer(page, 1)
+    expect(second.locator(".answer.cited")).to_contain_text("NVIDIA")  # the follow-up knew the company
+
+    # Edit the first question: a new version of it, on a new branch from the start.
+    page.locator(".turn").first.get_by_role("button", name="Edit").click()
+    expect(page.get_by_label("Message")).to_have_value("How is NVIDIA doing?")
+    page.get_by_label("Message").fill("How is Microsoft doing?")
+    page.get_by_label("Message").press("Enter")
+    edited = wait_for_answer(page, 0)
+    expect(page.locator(".turn")).to_have_count(1)
+    expect(edited.locator(".branch-position")).to_have_text("2 / 2")
+    expect(edited.locator(".answer.cited")).to_contain_text("Microsoft")
+    expect(edited.locator(".answer.cited")).not_to_contain_text("NVIDIA")
+
+    # Switch back to the first version: its follow-up comes back with it.
+    edited.get_by_role("button", name="Previous version").click()
+    expect(page.locator(".turn")).to_have_count(2)
+    expect(page.locator(".turn").first.locator(".branch-position")).to_have_text("1 / 2")
+    expect(page.locator(".turn .question-text").nth(1)).to_have_text("What about its margins?")
+
+    page.reload()
+    expect(page.locator(".turn")).to_have_count(2)
+    expect(page.locator(".turn").first.locator(".branch-position")).to_have_text("1 / 2")
+
+    page.locator(".turn").first.get_by_role("button", name="Next version").click()
+    expect(page.locator(".turn")).to_have_count(1)
+    expect(page.locator(".turn .question-text")).to_have_text("How is Microsoft doing?")
+    page.reload()
+    expect(page.locator(".turn .question-text")).to_have_text("How is Microsoft doing?")
+    assert page.js_errors == []
+
+
+@pytest.fixture
+def slow_upstream(settings):
+    app = ScriptedUpstream()
+    with serve_asgi(app) as url:
+        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
+        yield app
+
+
+WORDS = [f"word{i:03d} " for i in range(120)]
+
+
+def test_reload_mid_answer_shows_the_whole_answer_once(page, site, analyst, slow_upstream):
+    messages = [{"type": "PLANNING", "plan": {"title": "Plan", "steps": [{"description": "Write", "status": "IN_PROGRESS"}]}}]
+    messages += [{"type": "ANSWER", "content": w} for w in WORDS]
+    messages += [{"type": "COMPLETE", "checkpoint_id": "ckpt-r", "consumption": []}]
+    slow_upstream.queue(Reply.events(*messages, pause=0.03))
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "Write slowly")
+    expect(page.locator("[data-answer]")).to_contain_text("word010")
+    page.reload()  # mid-answer
+    expect(page.locator(".turn")).to_have_count(1)
+    answer = wait_for_answer(page)
+    text = answer.locator(".answer.cited").inner_text()
+    assert text.strip() == "".join(WORDS).strip()
+    for word in ("word000", "word060", "word119"):
+        assert text.count(word) == 1
+    assert Turn.objects.get().status == Turn.Status.COMPLETE
+
+
+def test_stop_keeps_the_partial_answer(page, site, analyst, slow_upstream):
+    slow_upstream.queue(Reply.events(*[{"type": "ANSWER", "content": w} for w in WORDS], pause=0.1))
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "Write slowly")
+    expect(page.locator("[data-answer]")).to_contain_text("word003")
+    page.get_by_role("button", name="Stop").click()
+    turn = wait_for_answer(page)
+    expect(turn.get_by_text("Stopped. The partial answer is kept.")).to_be_visible()
+    expect(turn.get_by_role("button", name="Retry")).to_be_visible()
+    stored = Turn.objects.get()
+    assert stored.status == Turn.Status.STOPPED
+    assert stored.answer_text.startswith("word000 word001 word002 word003")
+    assert len(stored.answer_text) < len("".join(WORDS))
+
+
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> [^1] '
+HOSTILE_URL = "javascript:window.__pwned=3"
+
+
+def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_upstream):
+    answer = f"Claim one {HOSTILE}is here. Claim two [x](javascript:window.__pwned=4) too."
+    source = {
+        "type": "BIGDATA",
+        "id": "evil-1",
+        "hd": '"><script>window.__pwned=5</script>',
+        "src_name": '<img src=x onerror="window.__pwned=6">Evil Wire',
+        "ts": "2026-01-02T00:00:00Z",
+        "url": HOSTILE_URL,
+    }
+    external = {
+        "type": "EXTERNAL",
+        "id": "evil-2",
+        "hd": "<svg onload=window.__pwned=7>",
+        "ts": "2026-01-03T00:00:00Z",
+        "action": {"name": "Bad <b onmouseover=window.__pwned=8>Site</b>", "url": 'https://ok.example/" onmouseover="window.__pwned=9'},
+    }
+    end_one = answer.index(" Claim two")
+    slow_upstream.queue(
+        Reply.events(
+            {"type": "GROUNDING", "references": [
+                {"start": 0, "end": end_one, "tool_name": "search", "audit_id": "a", "source": source},
+                {"start": end_one + 1, "end": len(answer), "tool_name": "search", "audit_id": "a", "source": external},
+            ]},
+            {"type": "ANSWER", "content": answer},
+            {"type": "COMPLETE", "checkpoint_id": "c", "consumption": []},
+        )
+    )
+    log_in(page, site)
+    new_chat(page)
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    ask(page, "<script>window.__pwned = 10</script>")
+    turn = wait_for_answer(page)
+    cited = turn.locator(".answer.cited")
+    expect(cited).to_contain_text("Claim one")
+    expect(cited.get_by_text("Evil Wire", exact=False).first).to_be_visible()
+    # Hover and click everything that could carry a handler.
+    for link in cited.locator("a").all():
+        link.hover()
+    page.mouse.move(0, 0)
+    page.reload()
+    wait_for_answer(page)
+    assert page.evaluate("window.__pwned") is None
+    assert dialogs == []
+    html = page.locator(".answer.cited").inner_html()
+    assert "<script" not in html
+    assert "onerror" not in html.replace("onerror=&quot;", "").lower() or "&lt;img" in html
+    assert not re.search(r"<[^>]+\son\w+=", html), "an event handler attribute survived"
+    assert "javascript:" not in page.locator(".answer.cited a").evaluate_all("els => els.map(e => e.href).join(' ')")
+    assert page.js_errors == []
+    assert json.dumps(page.locator(".turn .question-text").inner_text()).count("<script>") == 1

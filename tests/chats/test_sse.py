@@ -1,0 +1,146 @@
+"""The SSE parser, on every shared capture and on the awkward parts of the format."""
+
+import json
+
+import pytest
+
+from chats.agent.events import (
+    AnswerEvent,
+    CompleteEvent,
+    ErrorEvent,
+    EVENT_CLASSES,
+    GroundingEvent,
+    UnknownEvent,
+)
+from chats.agent.sse import EventParser, aiter_events, parse_sse_text
+from chats.agent.transcript import Transcript
+
+CAPTURES = ["dedup", "error", "lifecycle", "tool_level", "workflow"]
+
+
+def line(message, **envelope):
+    return "data: " + json.dumps({"chat_id": "c1", **envelope, "message": message}) + "\n"
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_every_capture_parses_without_loss(stream_fixtures_dir, name):
+    text = (stream_fixtures_dir / f"{name}.sse").read_text()
+    events, malformed = parse_sse_text(text)
+    data_lines = [raw for raw in text.splitlines() if raw.startswith("data:")]
+    assert malformed == 0
+    assert len(events) == len(data_lines)
+    transcript = Transcript.from_events(events)
+    answer_chunks = [json.loads(raw[5:]) for raw in data_lines]
+    expected_answer = "".join(
+        (doc.get("message") or doc.get("delta"))["content"]
+        for doc in answer_chunks
+        if (doc.get("message") or doc.get("delta"))["type"] == "ANSWER"
+    )
+    assert transcript.answer == expected_answer
+    assert transcript.completed is (name != "error")
+    assert bool(transcript.error) is (name == "error")
+
+
+def test_workflow_envelope_reads_delta(stream_fixtures_dir):
+    events, _ = parse_sse_text((stream_fixtures_dir / "workflow.sse").read_text())
+    assert isinstance(events[0], GroundingEvent)
+    assert isinstance(events[-1], CompleteEvent)
+    assert events[-1].checkpoint_id == "ckpt-h1"
+
+
+def test_lifecycle_capture_has_all_types_typed(stream_fixtures_dir):
+    events, _ = parse_sse_text((stream_fixtures_dir / "lifecycle.sse").read_text())
+    types = {e.type for e in events}
+    assert types == {"PLANNING", "THINKING", "ACTION", "AUDIT", "GROUNDING", "ANSWER", "STRUCTURED_OUTPUT", "COMPLETE"}
+    for event in events:
+        assert type(event) is EVENT_CLASSES[event.type]
+    transcript = Transcript.from_events(events)
+    assert transcript.structured_output == {"company": "NVIDIA", "revenue_q2_fy26": 46.74}
+    assert transcript.plan["steps"][0]["status"] == "COMPLETED"
+    assert [t["tool_id"] for t in transcript.audit_traces] == ["audit-42", "audit-43"]
+    assert transcript.upstream_chat_id == "chat-h1"
+
+
+def test_heartbeats_comments_fields_and_crlf_are_normal():
+    text = (
+        ": keep-alive\r\n"
+        "event: message\r\n"
+        "id: 7\r\n"
+        "retry: 1000\r\n"
+        "\r\n"
+        + line({"type": "ANSWER", "content": "Hi "}).replace("\n", "\r\n")
+        + "\r\n"
+        + ":\n"
+        + "data:" + json.dumps({"message": {"type": "ANSWER", "content": "there"}}) + "\n"
+        + line({"type": "COMPLETE", "checkpoint_id": "k"})
+    )
+    events, malformed = parse_sse_text(text)
+    assert malformed == 0
+    assert [e.type for e in events] == ["ANSWER", "ANSWER", "COMPLETE"]
+    assert Transcript.from_events(events).answer == "Hi there"
+
+
+def test_malformed_lines_are_skipped_and_counted():
+    text = (
+        "data: {not json\n"
+        + line({"type": "ANSWER", "content": "a"})
+        + 'data: {"chat_id": "c1"}\n'  # no message
+        + 'data: {"message": {"content": "no type"}}\n'
+        + "data: [1, 2]\n"
+        + line({"type": "ANSWER", "content": "b"})
+    )
+    events, malformed = parse_sse_text(text)
+    assert malformed == 4
+    assert Transcript.from_events(events).answer == "ab"
+
+
+def test_unknown_types_are_kept_not_fatal():
+    text = line({"type": "CHART", "chart_id": "c", "start": 0, "end": 3}) + line({"type": "ANSWER", "content": "x"})
+    events, _ = parse_sse_text(text)
+    assert isinstance(events[0], UnknownEvent)
+    assert events[0].type == "CHART"
+    assert events[0].data["chart_id"] == "c"
+    assert isinstance(events[1], AnswerEvent)
+
+
+def test_answer_content_is_never_trimmed():
+    events, _ = parse_sse_text(line({"type": "ANSWER", "content": "  spaced \n"}))
+    assert events[0].content == "  spaced \n"
+
+
+def test_error_event_has_a_message_even_without_one():
+    events, _ = parse_sse_text(line({"type": "ERROR"}))
+    assert isinstance(events[0], ErrorEvent)
+    assert events[0].error
+
+
+async def test_events_arrive_whatever_the_chunking(stream_fixtures_dir):
+    text = (stream_fixtures_dir / "lifecycle.sse").read_text().replace("\n", "\r\n")
+    expected, _ = parse_sse_text(text)
+
+    async def chunks(size):
+        for i in range(0, len(text), size):
+            yield text[i : i + size]
+
+    for size in (1, 2, 7, 64, 10_000):
+        parser = EventParser()
+        got = [e async for e in aiter_events(chunks(size), parser)]
+        assert [e.data for e in got] == [e.data for e in expected], size
+        assert parser.malformed_lines == 0
+
+
+async def test_an_event_is_yielded_as_soon_as_its_line_ends():
+    """Seed 002 ends events with one newline: nothing may wait for a blank line."""
+    arrived = []
+
+    async def chunks():
+        yield line({"type": "ANSWER", "content": "first"})
+        arrived.append("second chunk requested")
+        yield line({"type": "ANSWER", "content": "second"})
+
+    parser = EventParser()
+    stream = aiter_events(chunks(), parser)
+    first = await anext(stream)
+    assert first.content == "first"
+    assert arrived == []
+    await stream.aclose()
