@@ -60,7 +60,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if text_data is None:
                 raise FrameError("Frames must be JSON text.")
             if len(text_data.encode()) > settings.WEBSOCKET_MAX_FRAME_BYTES:
-                raise FrameError(f"Frames are limited to {settings.WEBSOCKET_MAX_FRAME_BYTES} bytes.")
+                raise FrameError(
+                    f"Frames are limited to {settings.WEBSOCKET_MAX_FRAME_BYTES} bytes."
+                )
             try:
                 data = json.loads(text_data)
             except ValueError as error:
@@ -155,4 +157,3 @@ def _turns_to_sync(chat_id: int, frame: Sync) -> list[Turn]:
     known = Turn.objects.filter(chat_id=chat_id, pk__in=list(frame.cursors))
     newer = Turn.objects.filter(chat_id=chat_id, pk__gt=frame.newest_turn_id)
     return list((known | newer).distinct().order_by("pk"))
-

@@ -36,7 +36,7 @@ class FrameError(ValueError):
 class Ask:
     message: str
     research_effort: str
-    parent_turn_id: int | None | str  # LEAF, None (the start of the chat) or a turn id
+    parent_turn_id: int | str | None  # LEAF, None (the start of the chat) or a turn id
     restart: bool
 
 

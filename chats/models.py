@@ -15,7 +15,9 @@ class ChatQuerySet(models.QuerySet):
 
 
 class Chat(models.Model):
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats"
+    )
     title = models.CharField(max_length=200, blank=True)
     # The agent's conversation id, from the event envelope of the latest upstream conversation.
     upstream_chat_id = models.CharField(max_length=200, blank=True)
@@ -74,7 +76,9 @@ class Turn(models.Model):
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )
     question = models.TextField()
-    research_effort = models.CharField(max_length=16, choices=Effort.choices, default=Effort.STANDARD)
+    research_effort = models.CharField(
+        max_length=16, choices=Effort.choices, default=Effort.STANDARD
+    )
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.STREAMING, db_index=True
     )

@@ -66,7 +66,9 @@ class TurnRun:
                 log.append(self.chat_id, self.turn_id, seq, event)
             outcome = self._outcome_of_stream(stream.malformed_lines)
         except AgentError as error:
-            status = Turn.Status.INTERRUPTED if error.kind in INTERRUPTING_KINDS else Turn.Status.FAILED
+            status = (
+                Turn.Status.INTERRUPTED if error.kind in INTERRUPTING_KINDS else Turn.Status.FAILED
+            )
             outcome = {"status": status, "error": error.user_message, "error_kind": error.kind}
         except asyncio.CancelledError:
             if not self.stop_requested:
@@ -97,9 +99,15 @@ class TurnRun:
         error = "The research agent's stream ended before the answer was complete."
         if malformed_lines:
             error += f" It also sent {malformed_lines} unreadable lines, which were skipped."
-        return {"status": Turn.Status.INTERRUPTED, "error": error, "error_kind": Turn.ErrorKind.INCOMPLETE}
+        return {
+            "status": Turn.Status.INTERRUPTED,
+            "error": error,
+            "error_kind": Turn.ErrorKind.INCOMPLETE,
+        }
 
-    async def _finish(self, stream: AgentStream, *, status: str, error: str, error_kind: str) -> None:
+    async def _finish(
+        self, stream: AgentStream, *, status: str, error: str, error_kind: str
+    ) -> None:
         await get_event_log().flush()  # every event is logged and relayed before the final frame
         turn = await database_sync_to_async(turn_finish)(
             turn_id=self.turn_id,
@@ -115,7 +123,11 @@ class TurnRun:
     async def _notice_retry(self, message: str, delay: float) -> None:
         await get_channel_layer().group_send(
             chat_group(self.chat_id),
-            {"type": "turn.notice", "turn_id": self.turn_id, "label": f"{message} Retrying in {delay:.0f} s."},
+            {
+                "type": "turn.notice",
+                "turn_id": self.turn_id,
+                "label": f"{message} Retrying in {delay:.0f} s.",
+            },
         )
 
 
@@ -136,11 +148,15 @@ async def turn_frame(kind: str, turn: Turn) -> dict[str, Any]:
 
 
 async def publish_turn_started(turn: Turn) -> None:
-    await get_channel_layer().group_send(chat_group(turn.chat_id), await turn_frame("turn.started", turn))
+    await get_channel_layer().group_send(
+        chat_group(turn.chat_id), await turn_frame("turn.started", turn)
+    )
 
 
 async def publish_turn_finished(turn: Turn) -> None:
-    await get_channel_layer().group_send(chat_group(turn.chat_id), await turn_frame("turn.finished", turn))
+    await get_channel_layer().group_send(
+        chat_group(turn.chat_id), await turn_frame("turn.finished", turn)
+    )
 
 
 class RunRegistry:
@@ -171,12 +187,17 @@ class RunRegistry:
 
     async def _listen_for_stop(self, run: TurnRun, channel: str) -> None:
         layer = get_channel_layer()
-        while True:
-            message = await layer.receive(channel)
-            if message.get("type") == "turn.stop" and run.task is not None:
-                run.stop_requested = True
-                run.task.cancel()
-                return
+        try:
+            while True:
+                message = await layer.receive(channel)
+                if message.get("type") == "turn.stop" and run.task is not None:
+                    run.stop_requested = True
+                    run.task.cancel()
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the layer went away (shutdown); the run itself carries on
+            logger.warning("Stop listener for turn %s ended", run.turn_id, exc_info=True)
 
     def ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():

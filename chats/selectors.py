@@ -58,7 +58,9 @@ def branch_leaf(tree: dict[int | None, list[Turn]], turn: Turn) -> Turn:
     return turn
 
 
-def chat_branch(*, chat: Chat, tree: dict[int | None, list[Turn]] | None = None) -> list[BranchTurn]:
+def chat_branch(
+    *, chat: Chat, tree: dict[int | None, list[Turn]] | None = None
+) -> list[BranchTurn]:
     """Return the visible branch, root first: the path to the chat's active turn."""
     tree = tree if tree is not None else chat_turn_tree(chat=chat)
     by_id = {t.pk: t for children in tree.values() for t in children}

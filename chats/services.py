@@ -37,7 +37,7 @@ def turn_start(
     chat: Chat,
     question: str,
     research_effort: str,
-    parent_turn_id: int | None | str = LEAF,
+    parent_turn_id: int | str | None = LEAF,
     restart: bool = False,
 ) -> tuple[Turn, AgentRequest]:
     """Create a streaming turn and the request that continues its branch upstream.
@@ -62,7 +62,9 @@ def turn_start(
     upstream_chat_id, from_checkpoint = "", ""
     if not restart:
         anchor = parent
-        while anchor is not None and not (anchor.status == Turn.Status.COMPLETE and anchor.checkpoint_id):
+        while anchor is not None and not (
+            anchor.status == Turn.Status.COMPLETE and anchor.checkpoint_id
+        ):
             anchor = by_id.get(anchor.parent_id)
         if anchor is not None:
             upstream_chat_id = anchor.upstream_chat_id or chat.upstream_chat_id
@@ -154,7 +156,9 @@ def turn_interrupt_orphans() -> list[Turn]:
     """Finish streaming turns whose run stopped renewing its lease; keep their partial answers."""
     finished = []
     for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):
-        messages = TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
+        messages = (
+            TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
+        )
         turn = turn_finish(
             turn_id=turn_id,
             transcript=Transcript.from_messages(messages),

@@ -37,7 +37,9 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
     context = {
         "chat": chat,
         "branch": branch,
-        "newest_turn_id": max((item.turn.pk for item in branch), default=0),
+        # Newest in the whole chat, not just this branch: the page's sync asks only for turns
+        # started after it loaded, whichever branch they are on.
+        "newest_turn_id": chat.turns.order_by("-pk").values_list("pk", flat=True).first() or 0,
         "chats": chat_list_for_user(user=request.user),
         "efforts": Turn.Effort.choices,
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
@@ -52,7 +54,9 @@ def chat_branch_select(request: HttpRequest, chat_id: int) -> HttpResponse:
     try:
         chat_select_branch(chat=chat, turn_id=int(request.POST.get("turn_id", "")))
     except (ValueError, TurnStartError):
-        return JsonResponse({"error": "That turn is not in this chat."}, status=HTTPStatus.BAD_REQUEST)
+        return JsonResponse(
+            {"error": "That turn is not in this chat."}, status=HTTPStatus.BAD_REQUEST
+        )
     if request.headers.get("Accept") == "application/json":
         return JsonResponse({"ok": True})
     return redirect("chat_detail", chat_id=chat.pk)
@@ -63,6 +67,8 @@ def chat_branch_select(request: HttpRequest, chat_id: int) -> HttpResponse:
 def chat_export(request: HttpRequest, chat_id: int) -> HttpResponse:
     chat = chat_get_for_user(user=request.user, chat_id=chat_id)
     turns = [item.turn for item in chat_branch(chat=chat)]
-    response = HttpResponse(export_turns_markdown(turns), content_type="text/markdown; charset=utf-8")
+    response = HttpResponse(
+        export_turns_markdown(turns), content_type="text/markdown; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="chat-{chat.pk}.md"'
     return response

@@ -1,0 +1,8 @@
+"""A built-in research agent that speaks the Bigdata.com Research Agent wire protocol.
+
+It answers from a small bundled corpus of fictional demo data, so the site works with no API key.
+"""
+
+from .app import DemoAgentApp
+
+__all__ = ["DemoAgentApp"]

@@ -22,7 +22,12 @@ def serve_asgi(app, *, port: int | None = None, lifespan: str = "off") -> Iterat
     """Serve `app` in a background thread and yield its base URL; stop it on exit."""
     port = port or free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan, ws="websockets-sansio"
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan=lifespan,
+        ws="websockets-sansio",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True, name=f"uvicorn-{port}")

@@ -29,7 +29,9 @@ class Reply:
         return cls(status=status, body=[json.dumps({"detail": detail})], headers=headers)
 
     @classmethod
-    def events(cls, *messages: dict[str, Any], chat_id: str = "chat-up-1", pause: float = 0.0) -> Reply:
+    def events(
+        cls, *messages: dict[str, Any], chat_id: str = "chat-up-1", pause: float = 0.0
+    ) -> Reply:
         body: list[Any] = []
         for message in messages:
             body.append(f"data: {json.dumps({'chat_id': chat_id, 'message': message})}\n")
@@ -42,12 +44,17 @@ class Reply:
         return cls(body=path.read_text().splitlines(keepends=True))
 
 
-def answer_stream(text: str, *, checkpoint: str = "ckpt-1", pieces: int = 4) -> list[dict[str, Any]]:
+def answer_stream(
+    text: str, *, checkpoint: str = "ckpt-1", pieces: int = 4
+) -> list[dict[str, Any]]:
     """A minimal complete run answering `text` in a few ANSWER chunks."""
     size = max(1, len(text) // pieces)
     chunks = [text[i : i + size] for i in range(0, len(text), size)]
     return [
-        {"type": "PLANNING", "plan": {"title": "Plan", "steps": [{"description": "Look", "status": "IN_PROGRESS"}]}},
+        {
+            "type": "PLANNING",
+            "plan": {"title": "Plan", "steps": [{"description": "Look", "status": "IN_PROGRESS"}]},
+        },
         {"type": "ACTION", "tool_name": "search", "tool_arguments": {"query": "q"}},
         *({"type": "ANSWER", "message_id": "a", "content": c} for c in chunks),
         {"type": "COMPLETE", "checkpoint_id": checkpoint, "consumption": []},

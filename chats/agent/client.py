@@ -147,9 +147,12 @@ class AgentStream:
                     ) from error
                 except (httpx.RemoteProtocolError, httpx.ReadError) as error:
                     if not started:
-                        retry_after, failure = None, AgentError(
-                            "The connection to the research agent dropped before it answered.",
-                            kind="dropped",
+                        retry_after, failure = (
+                            None,
+                            AgentError(
+                                "The connection to the research agent dropped before it answered.",
+                                kind="dropped",
+                            ),
                         )
                     else:
                         raise AgentError(
@@ -179,9 +182,7 @@ def _http_error(response: httpx.Response, request: AgentRequest) -> AgentError:
     detail = _detail(response)
     continuing = bool(request.chat_id or request.from_checkpoint_id)
     lowered = detail.lower()
-    if continuing and (
-        (status == 404) or (status in {400, 409} and "persistence_mode" in lowered)
-    ):
+    if continuing and ((status == 404) or (status in {400, 409} and "persistence_mode" in lowered)):
         message = (
             "The research agent can no longer continue this conversation"
             f" ({detail or 'not found'}). You can start a fresh agent conversation from here;"
@@ -216,7 +217,9 @@ def _detail(response: httpx.Response) -> str:
         for item in detail:
             if isinstance(item, dict):
                 location = ".".join(str(p) for p in item.get("loc", []) if p != "body")
-                parts.append(f"{location}: {item.get('msg', '')}" if location else str(item.get("msg")))
+                parts.append(
+                    f"{location}: {item.get('msg', '')}" if location else str(item.get("msg"))
+                )
             else:
                 parts.append(str(item))
         return "; ".join(parts)[:300]

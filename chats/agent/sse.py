@@ -61,7 +61,9 @@ def iter_events(lines: Iterable[str], parser: EventParser | None = None) -> Iter
             yield event
 
 
-async def aiter_events(text_chunks: AsyncIterator[str], parser: EventParser) -> AsyncIterator[AgentEvent]:
+async def aiter_events(
+    text_chunks: AsyncIterator[str], parser: EventParser
+) -> AsyncIterator[AgentEvent]:
     """Yield events as the chunks of an HTTP body arrive, however the chunks split the lines."""
     splitter = SSELineDecoder()
     async for chunk in text_chunks:

@@ -28,16 +28,23 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium is missing at {CHROMIUM}: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    # Playwright's sync API keeps an event loop running in this thread, so Django would refuse
+    # the test's own (synchronous) database calls. Allowed only while a browser module runs;
+    # the rest of the suite keeps the check, and the server never calls the ORM from async code.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture
@@ -108,4 +115,6 @@ def wait_for_answer(page, turn_index: int = -1, timeout: float = 30_000):
         arg=turn_index,
         timeout=timeout,
     )
-    return page.locator(".turn").nth(turn_index if turn_index >= 0 else page.locator(".turn").count() - 1)
+    return page.locator(".turn").nth(
+        turn_index if turn_index >= 0 else page.locator(".turn").count() - 1
+    )

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 from playwright.sync_api import expect
 
@@ -49,7 +46,9 @@ def test_shift_enter_is_a_newline_and_enter_sends(page, site, analyst):
     box.type("line two about Apple")
     assert box.input_value() == "Line one\nline two about Apple"
     box.press("Enter")
-    expect(page.locator(".turn .question-text").first).to_have_text("Line one\nline two about Apple")
+    expect(page.locator(".turn .question-text").first).to_have_text(
+        "Line one\nline two about Apple"
+    )
     wait_for_answer(page)
 
 
@@ -60,7 +59,9 @@ def test_branching_edit_switch_and_reload_keep_the_same_tree(page, site, analyst
     wait_for_answer(page, 0)
     ask(page, "What about its margins?")
     second = wait_for_answer(page, 1)
-    expect(second.locator(".answer.cited")).to_contain_text("NVIDIA")  # the follow-up knew the company
+    expect(second.locator(".answer.cited")).to_contain_text(
+        "NVIDIA"
+    )  # the follow-up knew the company
 
     # Edit the first question: a new version of it, on a new branch from the start.
     page.locator(".turn").first.get_by_role("button", name="Edit").click()
@@ -103,7 +104,12 @@ WORDS = [f"word{i:03d} " for i in range(120)]
 
 
 def test_reload_mid_answer_shows_the_whole_answer_once(page, site, analyst, slow_upstream):
-    messages = [{"type": "PLANNING", "plan": {"title": "Plan", "steps": [{"description": "Write", "status": "IN_PROGRESS"}]}}]
+    messages = [
+        {
+            "type": "PLANNING",
+            "plan": {"title": "Plan", "steps": [{"description": "Write", "status": "IN_PROGRESS"}]},
+        }
+    ]
     messages += [{"type": "ANSWER", "content": w} for w in WORDS]
     messages += [{"type": "COMPLETE", "checkpoint_id": "ckpt-r", "consumption": []}]
     slow_upstream.queue(Reply.events(*messages, pause=0.03))
@@ -156,15 +162,33 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
         "id": "evil-2",
         "hd": "<svg onload=window.__pwned=7>",
         "ts": "2026-01-03T00:00:00Z",
-        "action": {"name": "Bad <b onmouseover=window.__pwned=8>Site</b>", "url": 'https://ok.example/" onmouseover="window.__pwned=9'},
+        "action": {
+            "name": "Bad <b onmouseover=window.__pwned=8>Site</b>",
+            "url": 'https://ok.example/" onmouseover="window.__pwned=9',
+        },
     }
     end_one = answer.index(" Claim two")
     slow_upstream.queue(
         Reply.events(
-            {"type": "GROUNDING", "references": [
-                {"start": 0, "end": end_one, "tool_name": "search", "audit_id": "a", "source": source},
-                {"start": end_one + 1, "end": len(answer), "tool_name": "search", "audit_id": "a", "source": external},
-            ]},
+            {
+                "type": "GROUNDING",
+                "references": [
+                    {
+                        "start": 0,
+                        "end": end_one,
+                        "tool_name": "search",
+                        "audit_id": "a",
+                        "source": source,
+                    },
+                    {
+                        "start": end_one + 1,
+                        "end": len(answer),
+                        "tool_name": "search",
+                        "audit_id": "a",
+                        "source": external,
+                    },
+                ],
+            },
             {"type": "ANSWER", "content": answer},
             {"type": "COMPLETE", "checkpoint_id": "c", "consumption": []},
         )
@@ -186,10 +210,18 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
     wait_for_answer(page)
     assert page.evaluate("window.__pwned") is None
     assert dialogs == []
-    html = page.locator(".answer.cited").inner_html()
-    assert "<script" not in html
-    assert "onerror" not in html.replace("onerror=&quot;", "").lower() or "&lt;img" in html
-    assert not re.search(r"<[^>]+\son\w+=", html), "an event handler attribute survived"
-    assert "javascript:" not in page.locator(".answer.cited a").evaluate_all("els => els.map(e => e.href).join(' ')")
+    handlers = page.locator(".turn *").evaluate_all(
+        "els => els.flatMap(e => [...e.attributes].map(a => a.name))"
+        ".filter(n => n.startsWith('on'))"
+    )
+    assert handlers == [], "an event handler attribute survived"
+    assert page.locator(".turn script, .turn img, .turn svg, .turn iframe").count() == 0
+    hrefs = page.locator(".answer.cited a").evaluate_all(
+        "els => els.map(e => e.getAttribute('href'))"
+    )
+    assert all(h.startswith(("https://", "http://", "#")) for h in hrefs), hrefs
+    assert "&lt;script&gt;" in page.locator(".answer.cited").inner_html()  # shown as text
     assert page.js_errors == []
-    assert json.dumps(page.locator(".turn .question-text").inner_text()).count("<script>") == 1
+    assert (
+        page.locator(".turn .question-text").inner_text() == "<script>window.__pwned = 10</script>"
+    )

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from channels.layers import get_channel_layer
+from channels.layers import channel_layers, get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
@@ -31,11 +31,15 @@ def upstream(settings):
 
 
 @pytest.fixture(autouse=True)
-async def clean_channel_layer():
+async def fresh_channel_layer():
+    """A new layer per test: each test has its own event loop, and Redis pools are per loop."""
+    channel_layers.backends.clear()
     yield
     layer = get_channel_layer()
-    if hasattr(layer, "flush"):
-        await layer.flush()
+    await layer.flush()
+    if hasattr(layer, "close_pools"):
+        await layer.close_pools()
+    channel_layers.backends.clear()
 
 
 @pytest.fixture
@@ -68,7 +72,9 @@ class Client:
         self.frames.append(frame)
         return frame
 
-    async def receive_until(self, kind: str, timeout: float = 15, turn_id: int | None = None) -> list[dict]:
+    async def receive_until(
+        self, kind: str, timeout: float = 15, turn_id: int | None = None
+    ) -> list[dict]:
         """Receive frames until one of `kind` (for `turn_id`, if given); return all received."""
         got = []
         deadline = asyncio.get_running_loop().time() + timeout
@@ -98,7 +104,9 @@ async def connect():
     opened: list[Client] = []
 
     async def _connect(user, chat, *, expect_close: int | None = None) -> Client:
-        communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chats/{chat.pk}/")
+        communicator = WebsocketCommunicator(
+            URLRouter(websocket_urlpatterns), f"/ws/chats/{chat.pk}/"
+        )
         communicator.scope["user"] = user
         connected, _ = await communicator.connect()
         assert connected

@@ -23,7 +23,9 @@ def make_stream(url, request=None, *, notices=None, **settings):
     return AgentStream(
         request or AgentRequest(message="How did NVIDIA do?"),
         AgentSettings(url=url, api_key="secret-key-123", **settings),
-        on_retry=(lambda message, delay: _record(notices, message, delay)) if notices is not None else None,
+        on_retry=(lambda message, delay: _record(notices, message, delay))
+        if notices is not None
+        else None,
     )
 
 
@@ -70,8 +72,11 @@ async def test_first_question_sends_no_continuity_fields(upstream):
         (401, "Invalid API key", "did not accept the API key"),
         (403, "model tier pro not entitled", "not entitled to this request: model tier pro"),
         (404, "Not Found", "could not find"),
-        (422, [{"loc": ["body", "research_effort"], "msg": "Input should be 'lite' or 'standard'"}],
-         "research_effort: Input should be 'lite' or 'standard'"),
+        (
+            422,
+            [{"loc": ["body", "research_effort"], "msg": "Input should be 'lite' or 'standard'"}],
+            "research_effort: Input should be 'lite' or 'standard'",
+        ),
     ],
 )
 async def test_http_errors_become_clear_messages_without_retry(upstream, status, detail, expected):
@@ -85,7 +90,8 @@ async def test_http_errors_become_clear_messages_without_retry(upstream, status,
 
 
 @pytest.mark.parametrize(
-    ("status", "detail"), [(404, "Cannot follow up: chat expired"), (400, "persistence_mode mismatch")]
+    ("status", "detail"),
+    [(404, "Cannot follow up: chat expired"), (400, "persistence_mode mismatch")],
 )
 async def test_continuity_refusals_are_recognised(upstream, status, detail):
     upstream.queue(Reply.error(status, detail))
@@ -98,7 +104,9 @@ async def test_continuity_refusals_are_recognised(upstream, status, detail):
 
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
 async def test_transient_statuses_are_retried_then_succeed(upstream, status):
-    upstream.queue(Reply.error(status, "busy"), Reply.error(status, "busy"), Reply.events(*answer_stream("ok")))
+    upstream.queue(
+        Reply.error(status, "busy"), Reply.error(status, "busy"), Reply.events(*answer_stream("ok"))
+    )
     notices = []
     transcript = await collect(make_stream(upstream.url, notices=notices))
     assert transcript.answer == "ok"
@@ -107,7 +115,9 @@ async def test_transient_statuses_are_retried_then_succeed(upstream, status):
 
 
 async def test_retry_after_is_honoured(upstream):
-    upstream.queue(Reply.error(429, "slow down", **{"Retry-After": "1"}), Reply.events(*answer_stream("ok")))
+    upstream.queue(
+        Reply.error(429, "slow down", **{"Retry-After": "1"}), Reply.events(*answer_stream("ok"))
+    )
     notices = []
     started = time.monotonic()
     await collect(make_stream(upstream.url, notices=notices))
@@ -135,7 +145,9 @@ async def test_connect_failure_is_retried_and_explained():
 
 
 async def test_never_retries_once_events_have_started(upstream):
-    upstream.queue(Reply(body=[Reply.events({"type": "ANSWER", "content": "part"}).body[0], "drop"]))
+    upstream.queue(
+        Reply(body=[Reply.events({"type": "ANSWER", "content": "part"}).body[0], "drop"])
+    )
     upstream.queue(Reply.events(*answer_stream("should not be fetched")))
     stream = make_stream(upstream.url)
     seen = []
@@ -148,7 +160,9 @@ async def test_never_retries_once_events_have_started(upstream):
 
 
 async def test_a_stalled_stream_times_out_with_what_arrived(upstream):
-    upstream.queue(Reply(body=[Reply.events({"type": "ANSWER", "content": "partial"}).body[0], "stall"]))
+    upstream.queue(
+        Reply(body=[Reply.events({"type": "ANSWER", "content": "partial"}).body[0], "stall"])
+    )
     stream = make_stream(upstream.url, idle_timeout=0.5)
     seen = []
     with pytest.raises(AgentError) as caught:

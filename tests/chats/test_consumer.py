@@ -25,7 +25,7 @@ async def ask(client, message="How did NVIDIA do?", **extra):
     return started["turn_id"]
 
 
-# --- Access ------------------------------------------------------------------------------------
+# --- Access --------------------------------------------------------------------------------
 
 
 async def test_anonymous_users_are_closed_with_4401(connect, chat):
@@ -42,14 +42,16 @@ async def test_websocket_origin_is_checked(chat, user):
     from researchsite.asgi import application
 
     communicator = WebsocketCommunicator(
-        application, f"/ws/chats/{chat.pk}/", headers=[(b"origin", b"https://evil.example"), (b"host", b"127.0.0.1")]
+        application,
+        f"/ws/chats/{chat.pk}/",
+        headers=[(b"origin", b"https://evil.example"), (b"host", b"127.0.0.1")],
     )
     connected, _ = await communicator.connect()
     assert not connected
     await communicator.disconnect()
 
 
-# --- Bad frames ----------------------------------------------------------------------------------
+# --- Bad frames ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -67,7 +69,9 @@ async def test_websocket_origin_is_checked(chat, user):
         ('{"type": "sync", "cursors": {"1": -1}}', "cursors"),
     ],
 )
-async def test_bad_frames_get_an_error_frame_and_the_connection_stays(connect, user, chat, raw, expected):
+async def test_bad_frames_get_an_error_frame_and_the_connection_stays(
+    connect, user, chat, raw, expected
+):
     client = await connect(user, chat)
     await client.communicator.send_to(text_data=raw)
     frame = await client.receive()
@@ -80,7 +84,9 @@ async def test_bad_frames_get_an_error_frame_and_the_connection_stays(connect, u
 
 async def test_oversized_and_binary_frames_are_refused(connect, user, chat):
     client = await connect(user, chat)
-    await client.communicator.send_to(text_data='{"type": "ask", "message": "' + "x" * 20_000 + '"}')
+    await client.communicator.send_to(
+        text_data='{"type": "ask", "message": "' + "x" * 20_000 + '"}'
+    )
     assert "limited to" in (await client.receive())["message"]
     await client.communicator.send_to(bytes_data=b"\x00\x01")
     assert "JSON text" in (await client.receive())["message"]
@@ -97,10 +103,12 @@ async def test_stopping_another_chats_turn_is_refused(connect, user, chat, other
     assert (await client.receive())["type"] == "error"
 
 
-# --- A whole turn ----------------------------------------------------------------------------------
+# --- A whole turn ------------------------------------------------------------------------------
 
 
-async def test_a_question_streams_live_and_is_stored(connect, user, chat, upstream, stream_fixtures_dir):
+async def test_a_question_streams_live_and_is_stored(
+    connect, user, chat, upstream, stream_fixtures_dir
+):
     upstream.queue(Reply.capture(stream_fixtures_dir / "lifecycle.sse"))
     client = await connect(user, chat)
     turn_id = await ask(client)
@@ -109,7 +117,10 @@ async def test_a_question_streams_live_and_is_stored(connect, user, chat, upstre
     events = events_of(frames, turn_id)
     assert [e["seq"] for e in events] == list(range(1, 37))
     assert events[0]["type"] == "PLANNING"
-    assert events[0]["plan"]["steps"][0] == {"description": "Find the latest filing", "status": "IN_PROGRESS"}
+    assert events[0]["plan"]["steps"][0] == {
+        "description": "Find the latest filing",
+        "status": "IN_PROGRESS",
+    }
     assert any(e.get("label") == "Searching: NVIDIA Q2 FY26 earnings" for e in events)
     answer = "".join(e["content"] for e in events if e["type"] == "ANSWER")
     finished = frames[-1]
@@ -166,7 +177,7 @@ async def test_an_http_error_fails_the_turn_with_its_detail(connect, user, chat,
     assert "test-key-not-a-secret" not in str(frames)
 
 
-# --- Faults ----------------------------------------------------------------------------------------
+# --- Faults ------------------------------------------------------------------------------------
 
 
 async def test_a_stalled_upstream_interrupts_the_turn(connect, user, chat, upstream, settings):
@@ -192,7 +203,11 @@ async def test_a_dropped_connection_interrupts_the_turn(connect, user, chat, ups
 
 
 async def test_garbage_from_upstream_interrupts_with_a_clear_message(connect, user, chat, upstream):
-    upstream.queue(Reply(body=["data: <html>oops</html>\n", "data: {\n", sse({"type": "ANSWER", "content": "x"})]))
+    upstream.queue(
+        Reply(
+            body=["data: <html>oops</html>\n", "data: {\n", sse({"type": "ANSWER", "content": "x"})]
+        )
+    )
     client = await connect(user, chat)
     turn_id = await ask(client)
     await client.receive_until("turn.finished", turn_id=turn_id)
@@ -230,11 +245,17 @@ async def test_closing_the_tab_does_not_stop_the_answer(connect, user, chat, ups
     assert turn.answer_text == "Still written after the tab closed."
 
 
-# --- Resume and several tabs ---------------------------------------------------------------------
+# --- Resume and several tabs -----------------------------------------------------------------
 
 
-async def test_reconnecting_with_a_cursor_gets_exactly_the_missing_events(connect, user, chat, upstream):
-    upstream.queue(Reply.events(*answer_stream("one two three four five six seven eight", pieces=8), pause=0.05))
+async def test_reconnecting_with_a_cursor_gets_exactly_the_missing_events(
+    connect, user, chat, upstream
+):
+    upstream.queue(
+        Reply.events(
+            *answer_stream("one two three four five six seven eight", pieces=8), pause=0.05
+        )
+    )
     first = await connect(user, chat)
     turn_id = await ask(first)
     frames = []
@@ -245,7 +266,9 @@ async def test_reconnecting_with_a_cursor_gets_exactly_the_missing_events(connec
     await first.close()
 
     second = await connect(user, chat)
-    await second.send({"type": "sync", "cursors": {str(turn_id): cursor}, "newest_turn_id": turn_id})
+    await second.send(
+        {"type": "sync", "cursors": {str(turn_id): cursor}, "newest_turn_id": turn_id}
+    )
     later = await second.receive_until("turn.finished", turn_id=turn_id)
     rest = events_of(later, turn_id)
     seqs = [e["seq"] for e in have + rest]
@@ -265,7 +288,10 @@ async def test_a_late_page_replays_from_zero_then_follows_live(connect, user, ch
     frames = await late.receive_until("turn.finished", turn_id=turn_id)
     seqs = [e["seq"] for e in events_of(frames, turn_id)]
     assert seqs == list(range(1, await TurnEvent.objects.filter(turn_id=turn_id).acount() + 1))
-    assert "".join(e.get("content", "") for e in events_of(frames) if e["type"] == "ANSWER") == "alpha beta gamma delta"
+    assert (
+        "".join(e.get("content", "") for e in events_of(frames) if e["type"] == "ANSWER")
+        == "alpha beta gamma delta"
+    )
 
 
 async def test_two_tabs_both_follow_live(connect, user, chat, upstream):
@@ -288,10 +314,14 @@ async def test_sync_reports_turns_that_finished_while_away(connect, user, chat, 
     back = await connect(user, chat)
     await back.send({"type": "sync", "cursors": {str(turn_id): 2}, "newest_turn_id": turn_id})
     frame = await back.receive()
-    assert (frame["type"], frame["turn_id"], frame["status"]) == ("turn.finished", turn_id, "complete")
+    assert (frame["type"], frame["turn_id"], frame["status"]) == (
+        "turn.finished",
+        turn_id,
+        "complete",
+    )
 
 
-# --- Orphans ----------------------------------------------------------------------------------------
+# --- Orphans ------------------------------------------------------------------------------------
 
 
 @database_sync_to_async
@@ -305,8 +335,15 @@ def make_orphan(chat):
     )
     TurnEvent.objects.bulk_create(
         [
-            TurnEvent(turn=turn, seq=1, type="ANSWER", data={"type": "ANSWER", "content": "Written before "}),
-            TurnEvent(turn=turn, seq=2, type="ANSWER", data={"type": "ANSWER", "content": "the crash"}),
+            TurnEvent(
+                turn=turn,
+                seq=1,
+                type="ANSWER",
+                data={"type": "ANSWER", "content": "Written before "},
+            ),
+            TurnEvent(
+                turn=turn, seq=2, type="ANSWER", data={"type": "ANSWER", "content": "the crash"}
+            ),
         ]
     )
     return turn
@@ -316,7 +353,9 @@ async def test_orphaned_turns_are_interrupted_at_start_up(chat):
     from chats.lifespan import lifespan_app
 
     orphan = await make_orphan(chat)
-    alive = await Turn.objects.acreate(chat=chat, question="still running elsewhere")  # no lease yet?
+    alive = await Turn.objects.acreate(
+        chat=chat, question="still running elsewhere"
+    )  # no lease yet?
     from datetime import timedelta
 
     from django.utils import timezone

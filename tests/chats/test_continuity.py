@@ -24,7 +24,9 @@ async def run(client, message, **extra):
 
 
 async def test_first_question_follow_up_and_branch_payloads(connect, user, chat, upstream):
-    upstream.queue(reply("A1", "ckpt-1"), reply("A2", "ckpt-2"), reply("A3", "ckpt-3"), reply("A4", "ckpt-4"))
+    upstream.queue(
+        reply("A1", "ckpt-1"), reply("A2", "ckpt-2"), reply("A3", "ckpt-3"), reply("A4", "ckpt-4")
+    )
     client = await connect(user, chat)
 
     first, _ = await run(client, "About NVIDIA")
@@ -70,7 +72,7 @@ async def test_a_follow_up_after_a_failed_turn_continues_from_the_last_completed
     upstream.queue(reply("A1", "ckpt-1"), Reply.error(503, "busy"), reply("A3", "ckpt-3"))
     client = await connect(user, chat)
     await run(client, "First")
-    failed, frame = await run(client, "Second")
+    _, frame = await run(client, "Second")
     assert frame["status"] == "failed"
     await run(client, "Third")
     assert upstream.payloads[2]["from_checkpoint_id"] == "ckpt-1"
@@ -79,19 +81,24 @@ async def test_a_follow_up_after_a_failed_turn_continues_from_the_last_completed
 async def test_retry_is_a_new_version_of_the_same_question(connect, user, chat, upstream):
     upstream.queue(Reply.error(500, "boom"), reply("Better", "ckpt-9"))
     client = await connect(user, chat)
-    failed, _ = await run(client, "Try me")
-    retried, frame = await run(client, "Try me", parent_turn_id=None)
+    await run(client, "Try me")
+    _, frame = await run(client, "Try me", parent_turn_id=None)
     assert frame["status"] == "complete"
     assert "1 / 2" not in frame["html"] and "2 / 2" in frame["html"]
 
 
 @pytest.mark.parametrize(
-    ("status", "detail"), [(404, "Cannot follow up: chat expired"), (400, "persistence_mode mismatch")]
+    ("status", "detail"),
+    [(404, "Cannot follow up: chat expired"), (400, "persistence_mode mismatch")],
 )
 async def test_cannot_continue_offers_a_fresh_conversation_and_keeps_history(
     connect, user, chat, upstream, status, detail
 ):
-    upstream.queue(reply("A1", "ckpt-1"), Reply.error(status, detail), reply("Fresh", "ckpt-n", chat_id="chat-up-2"))
+    upstream.queue(
+        reply("A1", "ckpt-1"),
+        Reply.error(status, detail),
+        reply("Fresh", "ckpt-n", chat_id="chat-up-2"),
+    )
     client = await connect(user, chat)
     first, _ = await run(client, "First")
     refused, frame = await run(client, "Follow-up")

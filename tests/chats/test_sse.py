@@ -5,10 +5,10 @@ import json
 import pytest
 
 from chats.agent.events import (
+    EVENT_CLASSES,
     AnswerEvent,
     CompleteEvent,
     ErrorEvent,
-    EVENT_CLASSES,
     GroundingEvent,
     UnknownEvent,
 )
@@ -51,7 +51,16 @@ def test_workflow_envelope_reads_delta(stream_fixtures_dir):
 def test_lifecycle_capture_has_all_types_typed(stream_fixtures_dir):
     events, _ = parse_sse_text((stream_fixtures_dir / "lifecycle.sse").read_text())
     types = {e.type for e in events}
-    assert types == {"PLANNING", "THINKING", "ACTION", "AUDIT", "GROUNDING", "ANSWER", "STRUCTURED_OUTPUT", "COMPLETE"}
+    assert types == {
+        "PLANNING",
+        "THINKING",
+        "ACTION",
+        "AUDIT",
+        "GROUNDING",
+        "ANSWER",
+        "STRUCTURED_OUTPUT",
+        "COMPLETE",
+    }
     for event in events:
         assert type(event) is EVENT_CLASSES[event.type]
     transcript = Transcript.from_events(events)
@@ -71,7 +80,9 @@ def test_heartbeats_comments_fields_and_crlf_are_normal():
         + line({"type": "ANSWER", "content": "Hi "}).replace("\n", "\r\n")
         + "\r\n"
         + ":\n"
-        + "data:" + json.dumps({"message": {"type": "ANSWER", "content": "there"}}) + "\n"
+        + "data:"
+        + json.dumps({"message": {"type": "ANSWER", "content": "there"}})
+        + "\n"
         + line({"type": "COMPLETE", "checkpoint_id": "k"})
     )
     events, malformed = parse_sse_text(text)
@@ -95,7 +106,9 @@ def test_malformed_lines_are_skipped_and_counted():
 
 
 def test_unknown_types_are_kept_not_fatal():
-    text = line({"type": "CHART", "chart_id": "c", "start": 0, "end": 3}) + line({"type": "ANSWER", "content": "x"})
+    text = line({"type": "CHART", "chart_id": "c", "start": 0, "end": 3}) + line(
+        {"type": "ANSWER", "content": "x"}
+    )
     events, _ = parse_sse_text(text)
     assert isinstance(events[0], UnknownEvent)
     assert events[0].type == "CHART"
