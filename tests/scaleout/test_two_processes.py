@@ -1,0 +1,168 @@
+"""Two server processes, one PostgreSQL and one Redis: a turn asked through one process is
+watched live through the other, and a turn stopped through the other stops."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+from django.test import Client
+from websockets.asyncio.client import connect
+
+from chats.models import Chat, Turn
+from tests.servers import free_port, serve_asgi
+from tests.upstream import Reply, ScriptedUpstream, answer_stream
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.scaleout,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not (
+            os.environ.get("TEST_DATABASE_URL", "").startswith("postgres")
+            and os.environ.get("REDIS_URL")
+        ),
+        reason="needs TEST_DATABASE_URL=postgres://… and REDIS_URL (make test-services runs it)",
+    ),
+]
+
+
+@contextmanager
+def site_process(port: int, agent_url: str):
+    """Run the site in its own uvicorn process against the test database and Redis."""
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "researchsite.settings",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "SECRET_KEY": django_settings.SECRET_KEY,  # sessions made here must verify there
+        "RESEARCH_AGENT_URL": agent_url,
+        "BIGDATA_API_KEY": "scaleout-test-key",
+        "DEMO_AGENT_ENABLED": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "EVENT_FLUSH_INTERVAL": "0.02",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "researchsite.asgi:application",
+            "--port",
+            str(port),
+            "--lifespan",
+            "on",
+            "--ws",
+            "websockets-sansio",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/login/", timeout=1)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the site on port {port} did not start") from None
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+async def frames_until_finished(socket, turn_id=None):
+    frames = []
+    while True:
+        frame = json.loads(await asyncio.wait_for(socket.recv(), timeout=20))
+        frames.append(frame)
+        if frame["type"] == "turn.finished" and (turn_id is None or frame["turn_id"] == turn_id):
+            return frames
+
+
+def answer_events(frames):
+    return [e for f in frames if f["type"] == "turn.events" for e in f["events"]]
+
+
+def test_a_turn_asked_on_one_process_is_watched_live_on_the_other(django_user_model):
+    user = django_user_model.objects.create_user("analyst", password="pw-two-procs-1")
+    chat = Chat.objects.create(owner=user)
+    browser = Client()
+    browser.force_login(user)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+
+    upstream = ScriptedUpstream()
+    text = " ".join(f"w{i}" for i in range(60))
+    upstream.queue(Reply.events(*answer_stream(text, pieces=60), pause=0.02))
+    upstream.queue(
+        Reply(body=[Reply.events({"type": "ANSWER", "content": "Partial"}).body[0], "stall"])
+    )
+
+    with ExitStack() as stack:
+        agent = stack.enter_context(serve_asgi(upstream))
+        agent_url = f"{agent}/v1/research-agent"
+        one = stack.enter_context(site_process(free_port(), agent_url))
+        two = stack.enter_context(site_process(free_port(), agent_url))
+
+        async def scenario():
+            headers = {"Cookie": cookie}
+            path = f"/ws/chats/{chat.pk}/"
+            async with (
+                connect(
+                    f"ws://{one}{path}", additional_headers=headers, origin=f"http://{one}"
+                ) as asker,
+                connect(
+                    f"ws://{two}{path}", additional_headers=headers, origin=f"http://{two}"
+                ) as watcher,
+            ):
+                await watcher.send(json.dumps({"type": "sync", "cursors": {}, "newest_turn_id": 0}))
+                await asyncio.sleep(0.3)  # the watcher is subscribed before the question goes
+                await asker.send(
+                    json.dumps({"type": "ask", "message": "Watch me", "research_effort": "lite"})
+                )
+                watched, asked = await asyncio.gather(
+                    frames_until_finished(watcher), frames_until_finished(asker)
+                )
+
+                # A second turn, stopped through the other process.
+                await asker.send(
+                    json.dumps({"type": "ask", "message": "Stop me", "research_effort": "lite"})
+                )
+                while True:
+                    frame = json.loads(await asyncio.wait_for(watcher.recv(), timeout=20))
+                    if frame["type"] == "turn.events":
+                        break
+                await watcher.send(json.dumps({"type": "stop", "turn_id": frame["turn_id"]}))
+                stopped = await frames_until_finished(watcher, frame["turn_id"])
+                return watched, asked, stopped
+
+        watched, asked, stopped = asyncio.run(scenario())
+
+    events = answer_events(watched)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert "".join(e.get("content", "") for e in events if e["type"] == "ANSWER") == text
+    assert answer_events(asked) == events
+    assert watched[0]["type"] == "turn.started"
+    assert watched[-1]["status"] == "complete"
+    assert stopped[-1]["status"] == "stopped"
+    assert len(upstream.requests) == 2  # each turn ran once, in the process that was asked
+
+    first, second = Turn.objects.order_by("pk")
+    assert (first.status, first.answer_text) == ("complete", text)
+    assert (second.status, second.answer_text) == ("stopped", "Partial")
