@@ -61,14 +61,17 @@ def branch_leaf(tree: dict[int | None, list[Turn]], turn: Turn) -> Turn:
 def chat_branch(
     *, chat: Chat, tree: dict[int | None, list[Turn]] | None = None
 ) -> list[BranchTurn]:
-    """Return the visible branch, root first: the path to the chat's active turn."""
+    """Return the visible branch, root first: the path to the chat's active turn.
+
+    The page, its Markdown download and `export_chat` all show this branch.
+    """
     tree = tree if tree is not None else chat_turn_tree(chat=chat)
     by_id = {t.pk: t for children in tree.values() for t in children}
     leaf = by_id.get(chat.active_turn_id)
-    if leaf is None:
-        if not tree.get(None):
+    if leaf is None:  # no choice made yet: the branch of the newest turn
+        if not by_id:
             return []
-        leaf = branch_leaf(tree, tree[None][-1])
+        leaf = max(by_id.values(), key=lambda t: (t.created_at, t.pk))
     path = []
     turn: Turn | None = leaf
     while turn is not None:
