@@ -17,6 +17,7 @@ def test_ask_watch_the_agent_work_and_keep_the_cited_answer(page, site, analyst)
     ask(page, "How did NVIDIA's data center business do?")
 
     turn = page.locator(".turn").first
+    expect(page.locator(".chat-head h1")).to_have_text("How did NVIDIA's data center business do?")
     expect(turn.locator("[data-plan] li").first).to_be_visible()  # the research plan
     expect(turn.locator("[data-activity] li").filter(has_text="Searching:").first).to_be_visible()
     expect(turn.locator("[data-answer]")).not_to_be_empty()  # the answer streams in

@@ -69,6 +69,15 @@
     send({ type: "sync", cursors, newest_turn_id: newestTurnId });
   }
 
+  // The server titles a chat after its first question; show it without a reload.
+  function showTitle(question) {
+    const title = question.split(/\s+/).join(" ").slice(0, 80);
+    root.querySelector(".chat-head h1").textContent = title;
+    const link = document.querySelector(".chat-links a[aria-current]");
+    if (link) link.textContent = title;
+    document.title = `${title} · ResearchSite`;
+  }
+
   function showConnection(text) {
     connectionBanner.textContent = text;
     connectionBanner.hidden = !text;
@@ -95,8 +104,10 @@
     const cards = [...thread.querySelectorAll(".turn")];
     const keep = parent ? cards.indexOf(parent) + 1 : 0;
     cards.slice(keep).forEach((card) => card.remove());
+    const firstQuestion = Boolean(thread.querySelector(".empty-hint"));
     thread.querySelector(".empty-hint")?.remove();
     thread.insertAdjacentHTML("beforeend", frame.html);
+    if (firstQuestion) showTitle(cardFor(frame.turn_id).querySelector("[data-question]").textContent);
     cardFor(frame.turn_id).scrollIntoView({ block: "nearest" });
     updateComposer();
   }
