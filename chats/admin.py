@@ -17,7 +17,6 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import Count, Exists, OuterRef
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpResponse
-from django.template.defaultfilters import linebreaksbr
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -26,6 +25,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from citations.models import AuditTrace, Reference, Source
+from citations.render_html import render_html
+from citations.selectors import cited_answer_for_turn
 
 from .agent.events import EVENT_CLASSES
 from .models import Chat, Turn, TurnEvent
@@ -344,15 +345,6 @@ class TurnAdmin(ReviewOnlyAdmin):
             return mark_safe(f'<div class="cited-answer">{turn.answer_html}</div>')
         if not turn.answer_text:
             return self.get_empty_value_display()
-        try:
-            # Imported here so that a turn page still opens while the renderer is in progress.
-            from citations.render_html import render_html
-            from citations.selectors import cited_answer_for_turn
-        except ImportError:
-            return format_html(
-                '<p class="help">The citations renderer is not available: plain answer.</p>{}',
-                linebreaksbr(turn.answer_text),
-            )
         # The same doc_id as when the turn finished, so its footnote ids match the chat page's.
         html = render_html(cited_answer_for_turn(turn), doc_id=f"t{turn.pk}")
         return mark_safe(f'<div class="cited-answer">{html}</div>')
