@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -70,7 +71,7 @@ def test_a_reviewer_traces_an_answer_to_its_sources_and_exports_it(
     page.locator("select[name=action]").select_option("export_markdown")
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Go").click()
-    markdown = open(download_info.value.path()).read()
+    markdown = Path(download_info.value.path()).read_text()
     assert "How did NVIDIA do in Q2 FY26?" in markdown
     assert "https://www.sec.gov/example-10q" in markdown
     assert "[^" in markdown
