@@ -17,7 +17,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from .agent.events import AgentEvent
@@ -86,10 +86,11 @@ def _write(batch: list[PendingEvent]) -> None:
     # One executemany rather than bulk_create: compiling the INSERT field by field, row by row,
     # took most of the flusher's time, and that time is taken from every stream being read
     # (the flusher's thread shares the GIL with the event loop). bench/streaming.py measures it.
+    db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
     data = TurnEvent._meta.get_field("data")
-    received_at = connection.ops.adapt_datetimefield_value(timezone.now())
-    table = connection.ops.quote_name(TurnEvent._meta.db_table)
-    with transaction.atomic(), connection.cursor() as cursor:
+    received_at = db.ops.adapt_datetimefield_value(timezone.now())
+    table = db.ops.quote_name(TurnEvent._meta.db_table)
+    with transaction.atomic(), db.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO {table} (turn_id, seq, type, data, received_at)"  # noqa: S608 (our table)
             " VALUES (%s, %s, %s, %s, %s)",
@@ -98,7 +99,7 @@ def _write(batch: list[PendingEvent]) -> None:
                     p.turn_id,
                     p.seq,
                     p.event.type[:40],
-                    data.get_db_prep_save(p.event.data, connection),
+                    data.get_db_prep_save(p.event.data, db),
                     received_at,
                 )
                 for p in batch

@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 INTERRUPTING_KINDS = frozenset({"stalled", "dropped"})
 
 
+LISTENER_CLOSE = "turn.listener.close"
+
+
 def control_group(turn_id: int) -> str:
     return f"turn.{turn_id}.control"
 
@@ -181,8 +184,13 @@ class RunRegistry:
         try:
             await run.run()
         finally:
-            listener.cancel()
             await layer.group_discard(control_group(run.turn_id), channel)
+            # Ask the listener to return rather than cancel it: channels_redis reads every
+            # channel of a process in one shared receive, and cancelling it mid-read drops a
+            # message that was meant for another channel, such as a page's turn.finished.
+            if not listener.done():
+                await layer.send(channel, {"type": LISTENER_CLOSE})
+            await asyncio.wait([listener], timeout=5)
             self.runs.pop(run.turn_id, None)
 
     async def _listen_for_stop(self, run: TurnRun, channel: str) -> None:
@@ -190,6 +198,8 @@ class RunRegistry:
         try:
             while True:
                 message = await layer.receive(channel)
+                if message.get("type") == LISTENER_CLOSE:
+                    return
                 if message.get("type") == "turn.stop" and run.task is not None:
                     run.stop_requested = True
                     run.task.cancel()

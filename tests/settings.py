@@ -8,6 +8,8 @@ from researchsite.settings import DATABASES, env, tune_sqlite
 if test_url := env.str("TEST_DATABASE_URL", default=""):
     DATABASES["default"] = environ.Env.db_url_config(test_url)
     tune_sqlite(DATABASES["default"])
+# Tests open and close connections from many event loops and threads; keep none between calls.
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Browser tests serve the site from a thread: a file database lets it and the test share data

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from channels.layers import channel_layers
 
 from tests.servers import free_port, serve_asgi
 
@@ -55,8 +56,12 @@ def site(transactional_db, settings):
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
     from researchsite.asgi import application
 
+    # Each server thread runs its own event loop; channels_redis keeps per-loop state, so each
+    # gets a fresh layer.
+    channel_layers.backends.clear()
     with serve_asgi(application, port=port, lifespan="on") as url:
         yield url
+    channel_layers.backends.clear()
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@
   let newestTurnId = Number(root.dataset.newestTurnId) || 0;
   let socket = null;
   let reconnectDelay = 500;
+  const outbox = []; // frames sent before the socket opened, delivered once it does
   let mode = null; // {parentTurnId} while editing a question or continuing from an answer
 
   // --- Connection -------------------------------------------------------------------------
@@ -37,6 +38,7 @@
       reconnectDelay = 500;
       showConnection("");
       sync();
+      while (outbox.length) socket.send(outbox.shift());
     });
     socket.addEventListener("message", (event) => handleFrame(JSON.parse(event.data)));
     socket.addEventListener("close", (event) => {
@@ -51,11 +53,9 @@
   }
 
   function send(frame) {
-    if (!socket || socket.readyState !== WebSocket.OPEN) {
-      showConnection("Not connected yet; try again in a moment.");
-      return false;
-    }
-    socket.send(JSON.stringify(frame));
+    const text = JSON.stringify(frame);
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(text);
+    else outbox.push(text); // a question asked while (re)connecting is not lost
     return true;
   }
 

@@ -1,0 +1,690 @@
+"""Shared parts of the streaming benchmarks: a stand-in agent, the real site, and its clients.
+
+    .venv/bin/python bench/_site.py upstream PORT    # serve the stand-in agent (the benches do)
+
+The stand-in agent is a raw ASGI app served by uvicorn in its own process. What it streams is
+read from the question itself, so the site needs no change: "bench events=5000 rate=0" streams
+5,000 events as fast as it can; "bench events=150 rate=50 stamp=1" paces 150 events at 50/s and
+starts each ANSWER's content with the wall-clock time it was sent ("1712345678.123456|w3 "),
+which the page receives unchanged, so a client on the same machine can tell the added latency.
+
+The site runs as a real server (uvicorn or daphne) in a subprocess on a fresh database; every
+client runs in the benchmark's own process, on one event loop. Loopback only. Not a test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".venv" / "bin"
+PYTHON = str(BIN / "python") if (BIN / "python").exists() else sys.executable
+sys.path.insert(0, str(ROOT))  # run from anywhere
+
+FINISH_GRACE = 5.0  # seconds to wait for turn.finished after the last event
+UPSTREAM_CHAT_ID = "chat-bench"
+
+
+# --- What the stand-in agent says --------------------------------------------------------------
+
+
+def question(*, events: int, rate: float = 0.0, stamp: bool = False) -> str:
+    """The question that makes the stand-in stream `events` events at `rate`/s (0: flat out)."""
+    return f"bench events={events} rate={rate:g} stamp={int(stamp)}"
+
+
+def parse_question(text: str) -> dict[str, float]:
+    spec = {"events": 100.0, "rate": 0.0, "stamp": 0.0}
+    spec.update({k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", text)})
+    return spec
+
+
+def agent_messages(events: int) -> Iterator[dict[str, Any]]:
+    """A research run of exactly `events` messages: mostly small ANSWER chunks, ending COMPLETE.
+
+    PLANNING first, a few ACTIONs spread through, a PLANNING update, a GROUNDING whose references
+    point into the answer, and COMPLETE; everything else is an ANSWER word ("w17 ").
+    """
+    plan = {"title": "Bench plan", "steps": [{"description": "Look", "status": "IN_PROGRESS"}]}
+    fixed = 4  # PLANNING, PLANNING update, GROUNDING, COMPLETE
+    actions = min(4, max(0, events - fixed - 1))
+    answers = max(0, events - fixed - actions)
+    every = max(1, answers // (actions + 1))
+    yield {"type": "PLANNING", "plan": plan}
+    answer_chars = 0
+    sent_actions = 0
+    for i in range(answers):
+        if sent_actions < actions and i and i % every == 0:
+            sent_actions += 1
+            yield {
+                "type": "ACTION",
+                "tool_name": "search",
+                "tool_arguments": {"query": f"bench query {sent_actions}"},
+            }
+        content = f"w{i} "
+        answer_chars += len(content)
+        yield {"type": "ANSWER", "message_id": "answer", "content": content}
+    for _ in range(actions - sent_actions):
+        yield {"type": "ACTION", "tool_name": "search", "tool_arguments": {"query": "late"}}
+    done = {"title": "Bench plan", "steps": [{"description": "Look", "status": "COMPLETED"}]}
+    yield {"type": "PLANNING", "plan": done}
+    source = {
+        "type": "BIGDATA",
+        "id": "doc-1",
+        "hd": "Bench source",
+        "src_name": "Bench",
+        "ts": "2026-01-01T00:00:00Z",
+        "url": "https://example.com/bench",
+    }
+    references = [
+        {"start": s, "end": min(s + 20, answer_chars), "tool_name": "search", "source": source}
+        for s in range(0, max(0, answer_chars - 20), max(1, answer_chars // 5))
+    ][:5]
+    yield {"type": "GROUNDING", "references": references}
+    yield {"type": "COMPLETE", "checkpoint_id": "ckpt-bench", "consumption": []}
+
+
+def sse_line(message: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps({'chat_id': UPSTREAM_CHAT_ID, 'message': message})}\n\n".encode()
+
+
+async def upstream_app(scope, receive, send) -> None:
+    """The stand-in agent: stream the run its question asks for, paced if asked."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    spec = parse_question(json.loads(body or b"{}").get("message", ""))
+    rate, stamp = spec["rate"], bool(spec["stamp"])
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+        }
+    )
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for i, message in enumerate(agent_messages(int(spec["events"]))):
+        if rate:
+            # An absolute schedule, so a late tick does not slow the whole stream down.
+            delay = started + i / rate - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        if stamp and message["type"] == "ANSWER":
+            message = {**message, "content": f"{time.time():.6f}|{message['content']}"}
+        await send({"type": "http.response.body", "body": sse_line(message), "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+# --- Processes -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout:g} s")
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
+    """Stop one process we started: SIGINT (graceful for uvicorn and daphne), then SIGKILL."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def process_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def self_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Upstream:
+    """The stand-in agent, served by uvicorn (uvloop, httptools) in its own process."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1/research-agent"
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Upstream:
+        self.process = subprocess.Popen(
+            [PYTHON, str(Path(__file__).resolve()), "upstream", str(self.port)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=None,
+        )
+        wait_for_port(self.port, self.process, "the stand-in agent")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process:
+            stop_process(self.process)
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.process.pid) if self.process else 0.0
+
+
+# --- The database ------------------------------------------------------------------------------
+
+SETUP_SCRIPT = """
+import json, sys
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from chats.models import Chat
+user = get_user_model().objects.create_user("bench", password="bench-password-123")
+session = SessionStore()
+session[SESSION_KEY] = str(user.pk)
+session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+session.create()
+chats = Chat.objects.bulk_create([Chat(owner=user) for _ in range(CHATS)])
+ids = [c.pk for c in chats] if chats and chats[0].pk else list(
+    Chat.objects.filter(owner=user).order_by("pk").values_list("pk", flat=True))
+print("BENCH" + json.dumps({"sessionid": session.session_key, "chats": ids}))
+"""
+
+
+@dataclass
+class Database:
+    """A fresh database per server: SQLite in /tmp, or a PostgreSQL database made and dropped."""
+
+    kind: str = "sqlite"  # or "postgres"
+    name: str = ""
+    url: str = ""
+    _dir: str = ""
+
+    def __post_init__(self) -> None:
+        tag = f"bench_{os.getpid()}_{time.monotonic_ns() % 10**8}"
+        if self.kind == "sqlite":
+            self._dir = tempfile.mkdtemp(prefix="researchsite-bench-")
+            self.name = str(Path(self._dir) / f"{tag}.sqlite3")
+            self.url = f"sqlite:///{self.name}"
+        else:
+            self.name = tag
+            self.url = f"postgres://postgres@127.0.0.1:5432/{tag}"
+            _psql(f"CREATE DATABASE {tag}")
+
+    def drop(self) -> None:
+        if self.kind == "sqlite":
+            shutil.rmtree(self._dir, ignore_errors=True)
+        else:
+            _psql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
+
+
+def _psql(sql: str) -> None:
+    subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-q", "-c", sql],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def services_available() -> bool:
+    """True when PostgreSQL and Redis answer on their default loopback ports."""
+    for port in (5432, 6379):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                pass
+        except OSError:
+            return False
+    return shutil.which("psql") is not None
+
+
+# --- The site --------------------------------------------------------------------------------
+
+
+@dataclass
+class Account:
+    sessionid: str
+    chats: list[int]
+
+
+@dataclass
+class Site:
+    """The real site (`researchsite.asgi:application`) served by uvicorn or daphne."""
+
+    server: str  # "uvicorn" or "daphne"
+    upstream_url: str
+    database: Database
+    chats: int = 10
+    extra_env: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+    account: Account | None = None
+    _next_chat: int = 0
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}  # loopback only
+        env.update(
+            DJANGO_SETTINGS_MODULE="researchsite.settings",
+            DATABASE_URL=self.database.url,
+            RESEARCH_AGENT_URL=self.upstream_url,
+            DEMO_AGENT_ENABLED="false",
+            BIGDATA_API_KEY="bench-dummy",
+            AGENT_IDLE_TIMEOUT="60",
+            ALLOWED_HOSTS="127.0.0.1",
+            LOG_LEVEL="WARNING",
+            REDIS_URL="",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def command(self) -> list[str]:
+        if self.server == "uvicorn":
+            return [
+                str(BIN / "uvicorn"),
+                "researchsite.asgi:application",
+                *("--host", "127.0.0.1", "--port", str(self.port)),
+                *("--lifespan", "on", "--ws", "websockets-sansio"),
+                *("--no-access-log", "--log-level", "warning"),
+            ]
+        return [
+            str(BIN / "daphne"),
+            *("-b", "127.0.0.1", "-p", str(self.port)),
+            "-v",
+            "0",  # no access log, like uvicorn's --no-access-log
+            "researchsite.asgi:application",
+        ]
+
+    def command_line(self) -> str:
+        shown = {"DATABASE_URL", "RESEARCH_AGENT_URL", "EVENT_FLUSH_INTERVAL", "REDIS_URL"}
+        env = " ".join(f"{k}={v}" for k, v in sorted(self.env.items()) if k in shown and v)
+        return f"{env} {' '.join(self.command())}".replace(str(ROOT) + "/", "")
+
+    def prepare(self) -> None:
+        """Migrate the fresh database and create one user, a session and the chats."""
+        run = {"cwd": ROOT, "env": self.env, "check": True, "capture_output": True, "text": True}
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], **run)
+        script = SETUP_SCRIPT.replace("CHATS", str(self.chats))
+        out = subprocess.run([PYTHON, "manage.py", "shell", "-c", script], **run).stdout
+        payload = json.loads(out.split("BENCH", 1)[1])
+        self.account = Account(payload["sessionid"], payload["chats"])
+
+    def __enter__(self) -> Site:
+        self.prepare()
+        self.process = subprocess.Popen(
+            self.command(), cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=None
+        )
+        wait_for_port(self.port, self.process, self.server)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process:
+            stop_process(self.process)
+
+    def take_chats(self, count: int) -> list[int]:
+        """Fresh chats, so every measured turn is the first of its chat."""
+        assert self.account is not None
+        chats = self.account.chats[self._next_chat : self._next_chat + count]
+        if len(chats) < count:
+            raise RuntimeError(f"only {len(self.account.chats)} chats were created")
+        self._next_chat += count
+        return chats
+
+    def rss_kib(self) -> int:
+        return process_rss_kib(self.process.pid)
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.process.pid)
+
+
+# --- Clients ---------------------------------------------------------------------------------
+
+
+def install_uvloop() -> str:
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
+async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
+    """Read and parse a run straight from the stand-in with the site's own parser."""
+    import httpx
+
+    from chats.agent.sse import EventParser, aiter_events
+
+    async with httpx.AsyncClient(trust_env=False, timeout=60) as client:
+        started = time.perf_counter()
+        count = 0
+        payload = {"message": question(events=events), "research_effort": "standard"}
+        async with client.stream("POST", upstream_url, json=payload) as response:
+            async for _event in aiter_events(response.aiter_text(), EventParser()):
+                count += 1
+        return time.perf_counter() - started, count
+
+
+@dataclass
+class TurnResult:
+    elapsed: float = 0.0  # from sending "ask" to receiving turn.finished
+    events: int = 0
+    status: str = ""
+    latencies: list[float] = field(default_factory=list)  # seconds, per stamped ANSWER
+    sent_at: list[float] = field(default_factory=list)  # time.time() the stand-in sent each
+    last_event_at: float = 0.0  # time.time() of the last event frame
+    first_event_after: float = 0.0  # seconds from sending "ask" to the first event frame
+    seqs_ok: bool = True
+    compression: str = ""
+
+
+class ChatSocket:
+    """One page's websocket to one chat."""
+
+    def __init__(self, site: Site, chat_id: int) -> None:
+        self.site = site
+        self.chat_id = chat_id
+        self.ws = None
+
+    async def open(self) -> None:
+        from websockets.asyncio.client import connect
+
+        assert self.site.account is not None
+        self.ws = await connect(
+            f"ws://127.0.0.1:{self.site.port}/ws/chats/{self.chat_id}/",
+            origin=self.site.origin,
+            additional_headers={"Cookie": f"sessionid={self.site.account.sessionid}"},
+            proxy=None,
+            max_size=None,
+            ping_interval=None,
+            open_timeout=60,
+        )
+
+    async def ask(
+        self, text: str, *, expected: int, stamped: bool = False, limit: float = 120
+    ) -> TurnResult:
+        """Ask, then read frames until turn.finished.
+
+        Once all `expected` events are in, wait at most FINISH_GRACE seconds more for
+        turn.finished: a lost final frame is reported as an outcome, not a hang.
+        """
+        result = TurnResult()
+        extensions = self.ws.response.headers.get("Sec-WebSocket-Extensions", "")
+        result.compression = extensions.split(";")[0] or "none"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        started = time.perf_counter()
+        await self.ws.send(
+            json.dumps({"type": "ask", "message": text, "research_effort": "standard"})
+        )
+        last_seq = 0
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    raw = await self.ws.recv()
+            except TimeoutError:
+                result.status = "NO turn.finished" if result.events >= expected else "TIMEOUT"
+                break
+            now = time.time()
+            frame = json.loads(raw)
+            kind = frame.get("type")
+            if kind == "turn.events":
+                for event in frame["events"]:
+                    result.events += 1
+                    if event["seq"] != last_seq + 1:
+                        result.seqs_ok = False
+                    last_seq = event["seq"]
+                    if stamped and event["type"] == "ANSWER":
+                        sent = float(event["content"].split("|", 1)[0])
+                        result.latencies.append(now - sent)
+                        result.sent_at.append(sent)
+                if not result.last_event_at:
+                    result.first_event_after = time.perf_counter() - started
+                result.last_event_at = now
+                if result.events >= expected:
+                    deadline = min(deadline, loop.time() + FINISH_GRACE)
+            elif kind == "turn.finished":
+                result.status = frame["status"]
+                break
+            elif kind == "error":
+                raise RuntimeError(f"the site refused the ask: {frame}")
+        result.elapsed = time.perf_counter() - started
+        return result
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+
+async def open_sockets(site: Site, chat_ids: list[int], batch: int = 25) -> list[ChatSocket]:
+    sockets = [ChatSocket(site, chat_id) for chat_id in chat_ids]
+    for start in range(0, len(sockets), batch):
+        await asyncio.gather(*(s.open() for s in sockets[start : start + batch]))
+    return sockets
+
+
+@dataclass
+class ConcurrentResult:
+    chats: int
+    events: int
+    wall: float  # first ask sent → last event received
+    events_per_second: float
+    offered_per_second: float
+    p50_ms: float
+    p99_ms: float
+    p99_steady_ms: float  # events sent from 1 s after the first ask on: no start-up burst
+    max_ms: float
+    first_event_p50_ms: float  # ask → first event frame, per chat
+    first_event_max_ms: float
+    client_cpu_share: float  # of one core, over the run
+    server_cpu_share: float
+    upstream_cpu_share: float
+    server_rss_peak_kib: int
+    statuses: dict[str, int]
+    seqs_ok: bool
+
+
+async def concurrent_turns(
+    site: Site,
+    upstream: Upstream,
+    *,
+    chats: int,
+    events: int,
+    rate: float,
+    rss_samples: list[int] | None = None,
+) -> ConcurrentResult:
+    """One websocket and one paced turn per chat, all at once; latency from stamped ANSWERs."""
+    sockets = await open_sockets(site, site.take_chats(chats))
+    samples: list[int] = rss_samples if rss_samples is not None else []
+
+    async def sample_rss() -> None:
+        while True:
+            samples.append(site.rss_kib())
+            await asyncio.sleep(0.1)
+
+    sampler = asyncio.create_task(sample_rss())
+    try:
+        cpu = (self_cpu_seconds(), site.cpu_seconds(), upstream.cpu_seconds())
+        first_ask = time.time()
+        started = time.perf_counter()
+        text = question(events=events, rate=rate, stamp=True)
+        results = await asyncio.gather(
+            *(s.ask(text, expected=events, stamped=True) for s in sockets)
+        )
+        elapsed = time.perf_counter() - started
+        client_cpu = self_cpu_seconds() - cpu[0]
+        server_cpu = site.cpu_seconds() - cpu[1]
+        upstream_cpu = upstream.cpu_seconds() - cpu[2]
+    finally:
+        sampler.cancel()
+        await asyncio.gather(sampler, *(s.close() for s in sockets), return_exceptions=True)
+    latencies = sorted(x for r in results for x in r.latencies)
+    steady = sorted(
+        latency
+        for r in results
+        for sent, latency in zip(r.sent_at, r.latencies, strict=True)
+        if sent >= first_ask + 1.0
+    )
+    total = sum(r.events for r in results)
+    wall = max(r.last_event_at for r in results) - first_ask
+    statuses: dict[str, int] = {}
+    for r in results:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    return ConcurrentResult(
+        chats=chats,
+        events=total,
+        wall=wall,
+        events_per_second=total / wall,
+        offered_per_second=chats * rate,
+        p50_ms=percentile(latencies, 50) * 1000,
+        p99_ms=percentile(latencies, 99) * 1000,
+        p99_steady_ms=percentile(steady, 99) * 1000,
+        max_ms=latencies[-1] * 1000 if latencies else float("nan"),
+        first_event_p50_ms=median([r.first_event_after for r in results]) * 1000,
+        first_event_max_ms=max(r.first_event_after for r in results) * 1000,
+        client_cpu_share=client_cpu / elapsed,
+        server_cpu_share=server_cpu / elapsed,
+        upstream_cpu_share=upstream_cpu / elapsed,
+        server_rss_peak_kib=max(samples) if samples else 0,
+        statuses=statuses,
+        seqs_ok=all(r.seqs_ok for r in results) and total == chats * events,
+    )
+
+
+async def one_long_turn(site: Site, events: int) -> TurnResult:
+    (socket_,) = await open_sockets(site, site.take_chats(1))
+    try:
+        return await socket_.ask(question(events=events), expected=events)
+    finally:
+        await socket_.close()
+
+
+# --- Reporting -------------------------------------------------------------------------------
+
+
+def percentile(sorted_values: list[float], pct: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(pct / 100 * len(sorted_values) + 0.5) - 1))
+    return sorted_values[index]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()} "
+        f"({platform.python_implementation()}), {platform.system()} {platform.release()}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+
+
+def invocation() -> str:
+    script = Path(sys.argv[0]).resolve()
+    if script.is_relative_to(ROOT):
+        script = script.relative_to(ROOT)
+    return " ".join([".venv/bin/python", str(script), *sys.argv[1:]])
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A Markdown table, so the output pastes into the docs as is."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += [
+        "| "
+        + " | ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        + " |"
+        for row in cells
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) == 3 and argv[1] == "upstream":
+        import uvicorn
+
+        uvicorn.run(
+            upstream_app,
+            host="127.0.0.1",
+            port=int(argv[2]),
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+        )
+        return
+    print(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
