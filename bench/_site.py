@@ -339,7 +339,8 @@ class Site:
                 "researchsite.asgi:application",
                 *("--host", "127.0.0.1", "--port", str(self.port)),
                 *("--lifespan", "on", "--ws", "websockets-sansio"),
-                *("--no-access-log", "--log-level", "warning"),
+                # The same flags as `make run` and docs/DEPLOY.md.
+                *("--ws-per-message-deflate", "false", "--no-access-log", "--log-level", "warning"),
             ]
         return [
             str(BIN / "daphne"),

@@ -205,7 +205,7 @@ async def services(upstream: bench.Upstream, args) -> None:
             print(bench.table(CONCURRENCY_HEADERS, rows))
             print(
                 "\n'NO turn.finished': every event arrived but the final frame never did "
-                f"(waited {bench.FINISH_GRACE:g} s after the last event; docs/perf-streaming.md)."
+                f"(waited {bench.FINISH_GRACE:g} s after the last event; docs/PERFORMANCE.md)."
             )
     finally:
         database.drop()
