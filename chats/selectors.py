@@ -46,7 +46,8 @@ class BranchTurn:
 def chat_turn_tree(*, chat: Chat) -> dict[int | None, list[Turn]]:
     """Return children by parent id (None for the first questions), in creation order."""
     tree: dict[int | None, list[Turn]] = {}
-    for turn in Turn.objects.filter(chat=chat).order_by("created_at", "id"):
+    turns = Turn.objects.filter(chat=chat).prefetch_related("audit_traces")
+    for turn in turns.order_by("created_at", "id"):
         tree.setdefault(turn.parent_id, []).append(turn)
     return tree
 

@@ -45,6 +45,13 @@ class AuditTrace(models.Model):
     def __str__(self) -> str:
         return f"{self.audit_type} {self.tool_id}".strip()
 
+    @property
+    def label(self) -> str:
+        """What the tool call did, in the words the chat page uses: "Searched: NVIDIA margins"."""
+        if self.audit_type.startswith("Search") and self.title:
+            return f"Searched: {self.title}"
+        return self.title or self.audit_type or "A tool call"
+
 
 class Reference(models.Model):
     """One GROUNDING reference: a span of the answer and what supports it."""

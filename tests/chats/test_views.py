@@ -134,3 +134,34 @@ def test_ensure_account_creates_admin_once(tmp_path, settings, capsys, monkeypat
     second = capsys.readouterr().out
     assert password not in second
     assert "existing account" in second
+
+
+def test_a_finished_answer_shows_how_it_was_researched(logged_in, chat):
+    from citations.models import AuditTrace
+
+    turn = Turn.objects.create(chat=chat, question="q", status="complete", tool_error_count=1)
+    AuditTrace.objects.create(
+        turn=turn, position=0, audit_type="SearchAuditV1", title="NVIDIA <margins>", data={}
+    )
+    AuditTrace.objects.create(
+        turn=turn, position=1, audit_type="MarkdownAuditV1", title="Earnings calendar", data={}
+    )
+    html = logged_in.get(reverse("chat_detail", args=[chat.pk])).content.decode()
+    assert "How this answer was researched: 2 tool calls, 1 failed" in html
+    assert "<li>Searched: NVIDIA &lt;margins&gt;</li>" in html
+    assert "<li>Earnings calendar</li>" in html
+
+
+def test_the_chat_page_costs_the_same_queries_for_many_turns(
+    logged_in, chat, django_assert_max_num_queries
+):
+    from citations.models import AuditTrace
+
+    parent = None
+    for i in range(30):
+        parent = Turn.objects.create(chat=chat, parent=parent, question=f"q{i}", status="complete")
+        AuditTrace.objects.create(turn=parent, position=0, audit_type="SearchAuditV1", data={})
+    # Session, user, chat, turns, their traces, the chat list, the newest turn id.
+    with django_assert_max_num_queries(8):
+        response = logged_in.get(reverse("chat_detail", args=[chat.pk]))
+    assert response.content.decode().count('class="turn"') == 30
