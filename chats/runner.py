@@ -96,7 +96,11 @@ class TurnRun:
     def _outcome_of_stream(self, malformed_lines: int) -> dict[str, Any]:
         transcript = self.transcript
         if transcript.failed:
-            return {"status": Turn.Status.FAILED, "error": transcript.error, "error_kind": "agent"}
+            return {
+                "status": Turn.Status.FAILED,
+                "error": transcript.error,
+                "error_kind": Turn.ErrorKind.AGENT,
+            }
         if transcript.completed:
             return {"status": Turn.Status.COMPLETE, "error": "", "error_kind": ""}
         error = "The research agent's stream ended before the answer was complete."
