@@ -65,7 +65,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 )
             try:
                 data = json.loads(text_data)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
                 raise FrameError("Frames must be JSON.") from error
             frame = parse_client_frame(data)
             if isinstance(frame, Ask):

@@ -67,6 +67,7 @@ async def test_websocket_origin_is_checked(chat, user):
         ('{"type": "stop", "turn_id": true}', "turn_id"),
         ('{"type": "sync", "cursors": {"x": 1}}', "cursors"),
         ('{"type": "sync", "cursors": {"1": -1}}', "cursors"),
+        ("[" * 5000 + "]" * 5000, "must be JSON"),  # nested too deep for the parser
     ],
 )
 async def test_bad_frames_get_an_error_frame_and_the_connection_stays(
