@@ -39,7 +39,7 @@ class EventParser:
             return None
         try:
             document = json.loads(sse.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
             return self._skip(sse.data, "not JSON")
         event = event_from_envelope(document)
         if event is None:

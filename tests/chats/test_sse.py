@@ -98,10 +98,14 @@ def test_malformed_lines_are_skipped_and_counted():
         + 'data: {"chat_id": "c1"}\n'  # no message
         + 'data: {"message": {"content": "no type"}}\n'
         + "data: [1, 2]\n"
+        + "data: "
+        + "[" * 100_000
+        + "]" * 100_000
+        + "\n"
         + line({"type": "ANSWER", "content": "b"})
     )
     events, malformed = parse_sse_text(text)
-    assert malformed == 4
+    assert malformed == 5
     assert Transcript.from_events(events).answer == "ab"
 
 
