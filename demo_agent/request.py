@@ -26,7 +26,7 @@ def parse_request(body: bytes) -> ResearchRequest:
     """Return the request, or raise HttpError 400 (not JSON) or 422 (wrong shape)."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise HttpError(400, f"Invalid JSON body: {error}") from None
     if not isinstance(data, dict):
         raise HttpError(422, [_error(["body"], "Input should be a valid dictionary", "dict_type")])

@@ -466,8 +466,9 @@ def test_schema_problems_are_422_with_a_located_detail(agent_url, body, loc):
     assert all(error["msg"] for error in detail)
 
 
-def test_invalid_json_is_400(agent_url):
-    response = httpx.post(agent_url, content=b"{not json", timeout=10)
+@pytest.mark.parametrize("body", [b"{not json", b"[" * 200_000 + b"]" * 200_000])
+def test_invalid_json_is_400(agent_url, body):
+    response = httpx.post(agent_url, content=body, timeout=10)
     assert response.status_code == HTTPStatus.BAD_REQUEST
     assert "Invalid JSON" in response.json()["detail"]
 
