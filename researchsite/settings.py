@@ -106,7 +106,11 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # A page that falls behind keeps up to 1,500 frames (about 45 s of one chat) queued before
+    # any are dropped; a dropped frame is noticed as a gap and re-read from the event log.
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1500}}
+    }
 
 # --- Auth -----------------------------------------------------------------------------------
 LOGIN_URL = "login"

@@ -28,6 +28,8 @@
   let reconnectDelay = 500;
   const outbox = []; // frames sent before the socket opened, delivered once it does
   let mode = null; // {parentTurnId} while editing a question or continuing from an answer
+  let lastFrameAt = Date.now();
+  const QUIET_RESYNC_MS = 15000;
 
   // --- Connection -------------------------------------------------------------------------
 
@@ -40,7 +42,10 @@
       sync();
       while (outbox.length) socket.send(outbox.shift());
     });
-    socket.addEventListener("message", (event) => handleFrame(JSON.parse(event.data)));
+    socket.addEventListener("message", (event) => {
+      lastFrameAt = Date.now();
+      handleFrame(JSON.parse(event.data));
+    });
     socket.addEventListener("close", (event) => {
       if (FINAL_CLOSE_CODES[event.code]) {
         showConnection(FINAL_CLOSE_CODES[event.code]);
@@ -322,6 +327,16 @@
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
     return match ? decodeURIComponent(match[1]) : "";
   }
+
+  // A frame can be lost (a full channel on a slow page): if a streaming turn has been quiet
+  // for a while, ask the server where it stands. Sync is idempotent, so this is always safe.
+  setInterval(() => {
+    const streaming = thread.querySelector('.turn[data-status="streaming"]');
+    if (streaming && Date.now() - lastFrameAt > QUIET_RESYNC_MS && socket?.readyState === WebSocket.OPEN) {
+      lastFrameAt = Date.now();
+      sync();
+    }
+  }, 5000);
 
   updateComposer();
   connect();
