@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from .sources import source_fields, source_key
+from .sources import SourceFields, source_fields, source_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,18 +26,11 @@ class Trace:
 
 
 @dataclass(frozen=True, slots=True)
-class CitedSource:
+class CitedSource(SourceFields):
     """A unique source, numbered; its fields come from its first citation."""
 
-    number: int
-    key: str
-    type: str
-    name: str
-    headline: str
-    url: str
-    published_on: date | None
-    label: str
-    data: dict[str, Any] = field(repr=False)
+    number: int = 0
+    data: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,16 +222,10 @@ def _trace(position: int, data: dict[str, Any]) -> Trace:
 
 
 def _cited_source(number: int, source: dict[str, Any]) -> CitedSource:
-    fields = source_fields(source)
+    shown = source_fields(source)
     return CitedSource(
+        **{f.name: getattr(shown, f.name) for f in dataclass_fields(SourceFields)},
         number=number,
-        key=fields.key,
-        type=fields.type,
-        name=fields.name,
-        headline=fields.headline,
-        url=fields.url,
-        published_on=fields.published_on,
-        label=fields.label,
         data=source,
     )
 
