@@ -92,6 +92,7 @@ class Turn(models.Model):
     # The answer: the exact concatenation of ANSWER contents, and its cited rendering.
     answer_text = models.TextField(blank=True)
     answer_html = models.TextField(blank=True)
+    plan = models.JSONField(null=True, blank=True, help_text="The last PLANNING the agent sent.")
     structured_output = models.JSONField(null=True, blank=True)
     consumption = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)

@@ -129,6 +129,7 @@ def turn_finish(
     turn.error_kind = error_kind
     turn.checkpoint_id = transcript.checkpoint_id
     turn.consumption = transcript.consumption
+    turn.plan = transcript.plan
     turn.structured_output = transcript.structured_output
     turn.tool_error_count = transcript.tool_errors
     turn.malformed_lines = malformed_lines

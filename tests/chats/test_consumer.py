@@ -136,6 +136,7 @@ async def test_a_question_streams_live_and_is_stored(
     assert turn.chat.upstream_chat_id == "chat-h1"
     assert turn.consumption[0]["type"] == "base"
     assert turn.structured_output == {"company": "NVIDIA", "revenue_q2_fy26": 46.74}
+    assert turn.plan["steps"][0] == {"description": "Find the latest filing", "status": "COMPLETED"}
     assert "www.sec.gov/example-10q" in turn.answer_html
     assert await TurnEvent.objects.filter(turn=turn).acount() == 36
     assert await turn.references.acount() == 3

@@ -139,7 +139,13 @@ def test_ensure_account_creates_admin_once(tmp_path, settings, capsys, monkeypat
 def test_a_finished_answer_shows_how_it_was_researched(logged_in, chat):
     from citations.models import AuditTrace
 
-    turn = Turn.objects.create(chat=chat, question="q", status="complete", tool_error_count=1)
+    plan = {
+        "title": "Earnings <review>",
+        "steps": [{"description": "Find it", "status": "COMPLETED"}],
+    }
+    turn = Turn.objects.create(
+        chat=chat, question="q", status="complete", tool_error_count=1, plan=plan
+    )
     AuditTrace.objects.create(
         turn=turn, position=0, audit_type="SearchAuditV1", title="NVIDIA <margins>", data={}
     )
@@ -150,6 +156,8 @@ def test_a_finished_answer_shows_how_it_was_researched(logged_in, chat):
     assert "How this answer was researched: 2 tool calls, 1 failed" in html
     assert "<li>Searched: NVIDIA &lt;margins&gt;</li>" in html
     assert "<li>Earnings calendar</li>" in html
+    assert "Earnings &lt;review&gt;" in html  # the final plan, escaped
+    assert "Find it" in html
 
 
 def test_the_chat_page_costs_the_same_queries_for_many_turns(
