@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Permission
 
 FIXTURES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "streams"
 
@@ -10,3 +11,25 @@ def stream_fixtures_dir() -> Path:
     if not FIXTURES_DIR.is_dir():
         pytest.fail(f"The shared stream captures are missing: {FIXTURES_DIR}")
     return FIXTURES_DIR
+
+
+# What a compliance reviewer is given: staff, and the view permissions of the transcript models.
+REVIEWER_PERMISSIONS = [
+    "view_chat",
+    "view_turn",
+    "view_turnevent",
+    "view_source",
+    "view_reference",
+    "view_audittrace",
+]
+REVIEWER_PASSWORD = "review-pass-77"
+
+
+@pytest.fixture
+def reviewer(django_user_model):
+    """Staff with view permissions only: the compliance reviewer."""
+    user = django_user_model.objects.create_user(
+        "reviewer", password=REVIEWER_PASSWORD, is_staff=True
+    )
+    user.user_permissions.set(Permission.objects.filter(codename__in=REVIEWER_PERMISSIONS))
+    return user

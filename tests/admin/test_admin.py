@@ -7,7 +7,6 @@ from http import HTTPStatus
 from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
@@ -21,14 +20,6 @@ ANSWER_HTML = (
     '<p>Revenue rose 12%.<sup class="footnote-ref"><a href="#fn-turn-1">1</a></sup> '
     "Margins fell. Debt is stable.</p>"
 )
-VIEW_PERMISSIONS = [
-    "view_chat",
-    "view_turn",
-    "view_turnevent",
-    "view_source",
-    "view_reference",
-    "view_audittrace",
-]
 
 
 def change_url(obj) -> str:
@@ -63,18 +54,8 @@ def owner(django_user_model):
 
 
 @pytest.fixture
-def viewer(django_user_model):
-    """Staff with view permissions only: the compliance reviewer."""
-    user = django_user_model.objects.create_user(
-        "reviewer", password="unused-password", is_staff=True
-    )
-    user.user_permissions.set(Permission.objects.filter(codename__in=VIEW_PERMISSIONS))
-    return user
-
-
-@pytest.fixture
-def viewer_client(client, viewer):
-    client.force_login(viewer)
+def viewer_client(client, reviewer):
+    client.force_login(reviewer)
     return client
 
 

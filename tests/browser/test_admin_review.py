@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Permission
 from playwright.sync_api import expect
 
 from chats.agent.sse import parse_sse_text
@@ -14,15 +13,7 @@ from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
 from chats.services import turn_finish
 from tests.browser.conftest import log_in
-
-VIEW_PERMISSIONS = [
-    "view_chat",
-    "view_turn",
-    "view_turnevent",
-    "view_source",
-    "view_reference",
-    "view_audittrace",
-]
+from tests.conftest import REVIEWER_PASSWORD
 
 
 @pytest.fixture
@@ -36,19 +27,10 @@ def answered_turn(analyst, stream_fixtures_dir):
     )
 
 
-@pytest.fixture
-def reviewer(django_user_model):
-    user = django_user_model.objects.create_user(
-        "reviewer", password="review-pass-77", is_staff=True
-    )
-    user.user_permissions.set(Permission.objects.filter(codename__in=VIEW_PERMISSIONS))
-    return user
-
-
 def test_a_reviewer_traces_an_answer_to_its_sources_and_exports_it(
     page, site, reviewer, answered_turn
 ):
-    log_in(page, site, "reviewer", "review-pass-77")
+    log_in(page, site, "reviewer", REVIEWER_PASSWORD)
     page.goto(f"{site}/admin/chats/turn/")
     page.get_by_role("link", name=re.compile("How did NVIDIA do")).click()
 
