@@ -21,7 +21,7 @@ from .agent.events import (
     PlanningEvent,
     ThinkingEvent,
     ToolErrorEvent,
-    event_from_message,
+    event_from_data,
 )
 
 EFFORTS = ("lite", "standard")
@@ -124,7 +124,7 @@ def event_view(seq: int, event: AgentEvent) -> dict[str, Any]:
 
 def stored_event_view(seq: int, data: dict[str, Any]) -> dict[str, Any]:
     """The same view, for an event read back from the log."""
-    event = event_from_message(data)
+    event = event_from_data(data)
     return event_view(seq, event) if event else {"seq": seq, "type": "UNKNOWN"}
 
 

@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chats.agent import bigdata as bigdata_adapter
 from citations.render import markdown_insertions, render_markdown
 from citations.render_html import _CLEANER, render_html
 from citations.resolve import CitedAnswer, resolve_citations
@@ -56,7 +57,9 @@ def cited_answers(draw) -> CitedAnswer:
         st.one_of(st.sampled_from(SOURCES), st.sampled_from(SOURCES), st.none(), st.just("x")),
     )
     references = draw(st.lists(st.one_of(reference, st.sampled_from([None, "x", 3])), max_size=12))
-    return resolve_citations(answer=answer, references=references, audit_traces=[])
+    return resolve_citations(
+        answer=answer, citations=[bigdata_adapter.citation(r) for r in references]
+    )
 
 
 def body_of(cited: CitedAnswer, prefix: str) -> str:

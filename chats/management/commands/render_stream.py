@@ -33,8 +33,8 @@ class Command(BaseCommand):
         transcript = Transcript.from_events(events)
         cited = resolve_citations(
             answer=transcript.answer,
-            references=transcript.references,
-            audit_traces=transcript.audit_traces,
+            citations=transcript.citations,
+            tool_calls=transcript.tool_calls,
         )
         rendering = _render(cited, fmt)
         if rendering:
