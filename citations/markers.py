@@ -7,6 +7,9 @@ so the marker moves, the same way in both renderings:
 - inside the last cell of a table row, since after the closing pipe it would make a cell of
   its own;
 - never right after an odd run of backslashes, which would escape the marker;
+- never inside a line's block syntax (a bullet, an item number, heading hashes, quote marks),
+  which would stop being syntax: a span that ends there is taken to mean the line, and its
+  marker goes at the line's end;
 - out of a code block (fenced or indented): to a paragraph of its own right after the block,
   since code shows its text literally. Readers see the claim's code, then its sources, as with
   a figure and its caption;
@@ -26,6 +29,7 @@ from markdown_it import MarkdownIt
 _STRUCTURE_CHARS = frozenset("-=*_~` \t")  # fences, thematic breaks, setext underlines
 _MAY_HAVE_CODE = re.compile(r"```|~~~|(?:^|\n)(?: {4}|\t)", re.MULTILINE)
 # Block structure only: where code blocks are does not depend on inline parsing (the costly half).
+_BLOCK_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+")
 _BLOCKS = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"], True)
 
 
@@ -47,21 +51,39 @@ class Marker:
         return f"\n\n{self.own_line_indent}{text}\n"
 
 
-def place_markers(answer: str, ends: Iterable[tuple[int, int, int]]) -> tuple[Marker, ...]:
+def place_markers(answer: str, spans: Iterable[tuple[int, int, int]]) -> tuple[Marker, ...]:
     """Return the markers for (start, end, footnote) spans, in offset order."""
-    code_blocks = _code_blocks(answer)
-    block_starts = [b[0] for b in code_blocks]
+    spans = list(spans)
+    placements = placements_of(answer, [(start, end) for start, end, _ in spans])
+    return group_markers(
+        (offset, indent, number)
+        for (offset, indent), (*_, number) in zip(placements, spans, strict=True)
+    )
+
+
+def group_markers(placed: Iterable[tuple[int, str | None, int]]) -> tuple[Marker, ...]:
+    """Return one marker per offset from (offset, own-line indent, footnote) triples."""
     numbers_at: dict[int, set[int]] = {}
     indents: dict[int, str | None] = {}
-    for start, end, number in ends:
-        block = _enclosing(code_blocks, block_starts, end) if code_blocks else None
-        offset, indent = _placement(answer, start, end, block)
+    for offset, indent, number in placed:
         numbers_at.setdefault(offset, set()).add(number)
         indents[offset] = indent
     return tuple(
         Marker(offset, tuple(sorted(numbers_at[offset])), indents[offset])
         for offset in sorted(numbers_at)
     )
+
+
+def placements_of(answer: str, spans: list[tuple[int, int]]) -> list[tuple[int, str | None]]:
+    """Return where each (start, end) span's marker goes: (offset, own-line indent or None)."""
+    code_blocks = _code_blocks(answer)
+    block_starts = [b[0] for b in code_blocks]
+    placements = []
+    for start, end in spans:
+        end = _out_of_block_prefix(answer, end)
+        block = _enclosing(code_blocks, block_starts, end) if code_blocks else None
+        placements.append(_placement(answer, start, end, block))
+    return placements
 
 
 def _placement(
@@ -80,6 +102,16 @@ def _placement(
         backslashes += 1
     offset -= backslashes % 2
     return offset, _structural_line_indent(answer, offset)
+
+
+def _out_of_block_prefix(answer: str, offset: int) -> int:
+    """Return the end of the line when `offset` falls within its leading block syntax."""
+    line_start = answer.rfind("\n", 0, offset) + 1
+    prefix = _BLOCK_PREFIX.match(answer, line_start)
+    if prefix is None or offset > prefix.end() or offset == line_start:
+        return offset
+    line_end = answer.find("\n", offset)
+    return len(answer) if line_end == -1 else line_end
 
 
 def _code_blocks(answer: str) -> list[tuple[int, int, str | None]]:

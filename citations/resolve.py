@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from .markers import Marker, place_markers
+from .markers import Marker, group_markers, placements_of
 from .references import Citation, Passage, SourceDocument, ToolCall
 
 
@@ -112,15 +112,20 @@ def resolve_citations(
             calls_by_id.setdefault(call.tool_id, position)
 
     problems = [_problem(c, len(answer)) for c in citations]
-    # Seed 000's order: by where the span ends, then where it starts, then arrival.
-    shown = sorted(
-        (c.end, c.start, position)
-        for position, (c, problem) in enumerate(zip(citations, problems, strict=True))
-        if not problem
+    valid = [position for position, problem in enumerate(problems) if not problem]
+    placements = dict(
+        zip(
+            valid,
+            placements_of(answer, [(citations[p].start, citations[p].end) for p in valid]),
+            strict=True,
+        )
     )
+    # Seed 000's order: by where the span ends (where its marker shows), then where it starts,
+    # then arrival.
+    shown = sorted((placements[p][0], citations[p].start, p) for p in valid)
     numbers: dict[str, int] = {}
     sources: list[CitedSource] = []
-    for _end, _start, position in shown:
+    for _offset, _start, position in shown:
         source = citations[position].source
         if source is not None and source.key not in numbers:
             numbers[source.key] = len(numbers) + 1
@@ -140,13 +145,14 @@ def resolve_citations(
                 problem=problem,
             )
         )
+    markers = group_markers(
+        (*placements[r.position], r.footnote) for r in resolved if r.footnote is not None
+    )
     return CitedAnswer(
         answer=answer,
         references=tuple(resolved),
         sources=tuple(sources),
-        markers=place_markers(
-            answer, ((r.start, r.end, r.footnote) for r in resolved if r.footnote is not None)
-        ),
+        markers=markers,
         tool_attributions=_tool_attributions([resolved[position] for *_, position in shown]),
         tool_calls=tuple(tool_calls),
     )

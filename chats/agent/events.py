@@ -148,7 +148,7 @@ class UnknownEvent(AgentEvent):
     payload: dict[str, Any] = field(default_factory=dict)
 
     def _payload(self) -> dict[str, Any]:
-        return {k: v for k, v in self.payload.items() if k not in {"type", "chat_id"}}
+        return dict(self.payload)
 
 
 KNOWN_TYPES = (
@@ -227,7 +227,8 @@ def event_from_data(data: Any) -> AgentEvent | None:
                 consumption=tuple(consumption),
                 **common,
             )
-    return UnknownEvent(type=kind, payload=data, **common)
+    payload = {k: v for k, v in data.items() if k not in {"type", "chat_id"}}
+    return UnknownEvent(type=kind, payload=payload, **common)
 
 
 def _text(value: Any) -> str:

@@ -161,3 +161,33 @@ async def test_an_event_is_yielded_as_soon_as_its_line_ends():
     assert first.content == "first"
     assert arrived == []
     await stream.aclose()
+
+
+def test_a_line_over_the_cap_is_skipped_whole_and_counted():
+    reader = StreamReader(max_line_chars=100)
+    events = reader.feed_text(line({"type": "ANSWER", "content": "x" * 200}))
+    events += reader.feed_text(line({"type": "ANSWER", "content": "ok"}))
+    events += reader.close()
+    assert [e.content for e in events] == ["ok"]
+    assert reader.malformed_lines == 1
+
+
+def test_an_endless_line_is_dropped_as_it_arrives_not_buffered():
+    reader = StreamReader(max_line_chars=1000)
+    for _ in range(1000):
+        reader.feed_text("data: " + "x" * 1000)
+    assert reader.splitter._buffered == 0  # nothing held past the cap
+    reader.feed_text("\n" + line({"type": "ANSWER", "content": "after"}))
+    assert [e.content for e in reader.close()] == []
+    assert reader.malformed_lines == 1
+
+
+def test_lines_split_on_cr_lf_and_crlf_even_across_chunks():
+    reader = StreamReader()
+    text = line({"type": "ANSWER", "content": "a"}).replace("\n", "\r")
+    text += line({"type": "ANSWER", "content": "b"}).replace("\n", "\r\n")
+    events = []
+    for i in range(len(text)):
+        events += reader.feed_text(text[i])
+    events += reader.close()
+    assert [e.content for e in events] == ["a", "b"]
