@@ -26,10 +26,15 @@ and calendar years are not told apart. "percentage points" are basis points x 10
 
 Not figures (false-positive traps): footnote markers ("[^1]", "[1]", superscripts), list
 numbering at a line start ("1. ", "2) "), identifiers with letters ("GPT-4", "H100", "A17",
-"COVID-19", "5G", "10-K", "1990s"), a number right after a capitalised name mid-sentence
-("iPhone 15", "Section 230", "S&P 500"), version numbers ("v2.1", "1.2.3"), phone numbers,
-clock times ("10:30 am"), URLs, ordinals ("3rd") and spelled-out numbers in a claim unless they
-carry a unit ("three percent"); a passage's spelled-out numbers ("three") do count as figures.
+"COVID-19", "5G", "10-K", "1990s"), a bare number after a capitalised word or a label ("iPhone 15",
+"Microsoft 365", "S&P 500", "tier 1", "phase 3"; but "Over 500" and "In 2024" are figures),
+version numbers ("v2.1", "1.2.3"), phone numbers, clock times ("10:30 am"), URLs, ordinals
+("3rd"), and spelled-out numbers in a claim unless they carry a unit ("three percent"); a
+passage's spelled-out numbers ("three") do count, so "3 segments" is found in "three segments".
+
+Standard library only: price-parser reads one price per string and knows no scale words or
+percentages, and quantulum3 returns floats, guesses units with a classifier and sees "Q3" or
+"GPT-4" as quantities; the traps above would have to be undone around either.
 """
 
 from __future__ import annotations
@@ -334,9 +339,9 @@ _NUMBER_WORD = r"""(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|elev
 # single-letter scales only attached ("5m", not "5 m").
 _SUFFIX = r"""
     (?:
-        (?P<{G}pp>[ ]?(?:(?i:percentage[ -]points?|ppts?|pp)|%[ ]?(?i:pts?|points?)))
-      | (?P<{G}pct>[ ]?(?:%|(?i:percent|per[ ]?cent|pct)))
-      | (?P<{G}bp>[ ]?(?i:basis[ -]points?|bps|bp))
+        (?P<{G}pp>[ -]?(?i:percentage[ -]points?|ppts?|pp)|[ ]?%[ ]?(?i:pts?|points?))
+      | (?P<{G}pct>[ ]?%|[ -]?(?i:percent|per[ ]?cent|pct))
+      | (?P<{G}bp>[ -]?(?i:basis[ -]points?|bps|bp))
       | (?P<{G}mult>x|[ ]?\u00d7|[ ](?i:times)|[ -]?(?i:fold))
       | (?:[ ]?(?P<{G}scale>{SCALE_WORD})|(?P<{G}scale1>[kKmMbBT]))
         (?:[ ](?P<{G}curw>{CURRENCY_WORD}))?
@@ -431,10 +436,28 @@ _FIGURE = re.compile(
     re.VERBOSE | re.MULTILINE,
 )
 
-# A capitalised name right before a bare number makes it part of a name ("iPhone 15").
-_NAME_BEFORE = re.compile(r"(?<![\w&'-])([A-Za-z][\w&'-]*)(\.?)[ ]$")
+# A bare number right after a capitalised word or a label is part of a name ("Microsoft 365",
+# "iPhone 15", "tier 1"), unless the word is one that leads into a quantity ("Over 500").
+_WORD_BEFORE = re.compile(r"(?<![\w&'-])([A-Za-z][\w&'-]*)(\.?)[ ]$")
 _NAME_ABBREVIATIONS = frozenset({"No", "Nos", "Inc", "Vol", "Art", "Sec", "Fig", "Ch"})
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;|(\[{*#>\"'\n-])[ \t]*$")
+_LABEL_WORDS = frozenset(
+    {
+        *("tier", "phase", "level", "type", "class", "grade", "series", "stage", "step"),
+        *("round", "chapter", "section", "article", "item", "page", "figure", "table", "note"),
+        *("rule", "form", "model", "gen", "generation", "version", "release", "route"),
+    }
+)
+_QUANTITY_WORDS = frozenset(
+    {
+        *("about", "around", "approximately", "roughly", "nearly", "almost", "some", "over"),
+        *("under", "only", "just", "more", "less", "fewer", "top", "all", "another", "of", "in"),
+        *("by", "from", "to", "at", "for", "with", "since", "until", "through", "after", "before"),
+        *("during", "between", "among", "into", "across", "on", "as", "than", "up", "down"),
+        *("last", "first", "the", "its", "their", "our", "each", "every", "exactly", "both"),
+        *("below", "above", "within", "plus", "minus", "total", "and", "or", "but", "of"),
+        *("sold", "shipped", "added", "cut", "hired", "employs", "fully", "still", "nearly"),
+    }
+)
 
 _SCALES = {
     **dict.fromkeys(("thousand", "k"), Decimal("1e3")),
@@ -619,16 +642,15 @@ def _unit(written: str) -> str:
 
 
 def _after_a_name(plain: str, start: int) -> bool:
-    """Return True if a name is right before `start` ("iPhone 15", "Section 230")."""
-    before = _NAME_BEFORE.search(plain, max(0, start - 40), start)
+    """Return True if a bare number at `start` belongs to a name ("iPhone 15", "tier 1")."""
+    before = _WORD_BEFORE.search(plain, max(0, start - 40), start)
     if before is None:
         return False
     word, dot = before.groups()
-    if (dot and word not in _NAME_ABBREVIATIONS) or word.islower():
-        return False
-    if any(c.isupper() for c in word[1:]):
-        return True  # "iPhone", "RTX", "S&P"
-    return not _SENTENCE_START.search(plain, max(0, before.start() - 40), before.start())
+    if dot and word not in _NAME_ABBREVIATIONS:
+        return False  # the end of a sentence
+    lower = word.lower()
+    return lower in _LABEL_WORDS or (word != lower and lower not in _QUANTITY_WORDS)
 
 
 def _read_currency(match: re.Match[str], plain: str, spelled_bare: bool) -> list[_Read]:
