@@ -354,7 +354,7 @@ _SUFFIX = r"""
 
 # Text that holds digits but no figure; each alternative is one trap from the module docstring.
 _NOT_A_FIGURE = r"""
-    https?://\S+ | www\.\S+ | [\w.+-]+@[\w-]+\.[\w.]+
+    https?://\S+ | www\.\S+ | (?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+
   | \[\^[^\]\s]{1,40}\] | \[\d{1,3}(?:[ ]?[,;-][ ]?\d{1,3})*\] | 【[^】]{0,40}】
   | ^[ \t]*(?:[-*+>][ \t]+|\#{1,6}[ \t]+)?\(?\d{1,3}[.)](?=[ \t])
   | (?<![\w.])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]\d{3}[ .-]\d{4}(?!\d)
@@ -404,7 +404,8 @@ _AMOUNT = r"""
     (?P<currency>(?<!\w)(?P<cur_sym>{CURRENCY_SYMBOL})[ ]?(?P<cur_n>{NUM})
         (?:[ ]?(?:-|(?i:to))[ ]?{CURRENCY_SYMBOL}?[ ]?(?P<cur_n2>{NUM}))?
         (?:[ ]?(?P<cur_scale>{SCALE_WORD}|mm|MM|[kKmMbBT]))?(?![A-Za-z]))
-  | (?P<identifier>(?<!\w)(?:[A-Za-z]*[A-Z][A-Za-z]*-?|[a-z]+)\d[\w.-]*)
+  | (?P<identifier>(?<!\w)(?>[A-Za-z]+)\d[\w.-]*
+      | (?<!\w)(?=[a-z]*[A-Z])(?>[A-Za-z]+)-\d[\w.-]*)
   | (?P<ratio>(?<![\w.,])(?P<ra>{NUM})(?::|-(?i:to|for)-)(?P<rb>{NUM})(?![\w:]|[.,]\d)
       | (?<=(?i:ratio)[ ](?i:of)[ ])(?P<rwa>{NUM})[ ](?i:to)[ ](?P<rwb>{NUM})(?!\w)
       | (?<![\w.,])(?P<rta>{NUM})[ ](?i:to)[ ](?P<rtb>{NUM})(?=[ -](?i:ratio)))
@@ -430,9 +431,15 @@ _PARTS = {
 _PARTS["Q_SUFFIX"] = _expand(_SUFFIX, G="q_", **_PARTS)
 _PARTS["S_SUFFIX"] = _expand(_SUFFIX, G="s_", **_PARTS)
 
-# One pass, alternatives in priority order: at any position the first that matches wins.
+# One pass, alternatives in priority order: at any position the first that matches wins. The
+# guard lets the scan pass over most positions without trying every alternative: inside words,
+# spaces, and words that neither touch a digit or symbol nor can begin a figure on their own.
+_START = r"""(?=[\d$€£¥₹₩\[【+(\#.]|^|(?<!\w)(?:(?>[A-Za-z]+)[\d$¥@.:&'+-]
+    |(?:{MONTH}|fiscal|Fiscal|FY|CY|{CURRENCY_SYMBOL}|Russell|FTSE|Nasdaq|NASDAQ|Nikkei|Stoxx
+      |STOXX|MSCI|(?i:first|second|third|fourth|version|release|build|{NUMBER_WORD}))
+    (?![A-Za-z])))"""
 _FIGURE = re.compile(
-    _expand(f"(?P<skip>{_NOT_A_FIGURE})|{_DATE}|{_QUARTER}|{_AMOUNT}", **_PARTS),
+    _expand(f"{_START}(?:(?P<skip>{_NOT_A_FIGURE})|{_DATE}|{_QUARTER}|{_AMOUNT})", **_PARTS),
     re.VERBOSE | re.MULTILINE,
 )
 
