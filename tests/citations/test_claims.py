@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import date
 from decimal import Decimal
 
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from citations.claims import ClaimCheck, Figure, check_claim, extract_figures, summarise
@@ -525,3 +526,64 @@ def test_any_text_gives_figures_that_are_slices_of_it_and_serialise(text):
         assert Figure.from_dict(json.loads(json.dumps(figure.to_dict()))) == figure
     check = check_claim(text, [text])
     assert check.status in ("supported", "no_figures", "no_passage")
+
+
+MONTH_NAMES = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+dates = st.dates(min_value=date(1900, 1, 1), max_value=date(2099, 12, 31))
+
+
+def date_spellings(day: date) -> list[str]:
+    month = MONTH_NAMES[day.month - 1]
+    return [
+        day.isoformat(),
+        f"{month} {day.day}, {day.year}",
+        f"{month[:3]}. {day.day}, {day.year}",
+        f"{day.day} {month} {day.year}",
+        f"{day.year}/{day.month:02d}/{day.day:02d}",
+        f"{day.month}/{day.day}/{day.year}",
+    ]
+
+
+@given(dates, st.data())
+def test_a_date_matches_itself_in_another_spelling(day, data):
+    claim, passage = data.draw(st.permutations(date_spellings(day)))[:2]
+    assert figures(claim) == [("date", day.isoformat(), "")]
+    assert status(f"Filed on {claim}.", f"The filing of {passage} said so.") == "supported"
+    assert status(f"in {day.year}", f"The filing of {passage} said so.") == "supported"
+
+
+@given(dates, dates, st.data())
+def test_a_different_date_never_matches(day, other, data):
+    assume(day != other)
+    claim = data.draw(st.sampled_from(date_spellings(day)))
+    passage = data.draw(st.sampled_from(date_spellings(other)))
+    assert status(f"Filed on {claim}.", f"Filed on {passage}.") == "figure_not_found"
+
+
+def quarter_spellings(quarter: int, year: int) -> list[str]:
+    ordinal = ("first", "second", "third", "fourth")[quarter - 1]
+    return [
+        f"Q{quarter} {year}",
+        f"Q{quarter} FY{year % 100:02d}",
+        f"{quarter}Q{year % 100:02d}",
+        f"{ordinal} quarter of {year}",
+        f"{ordinal}-quarter fiscal {year}",
+        f"FY{year} Q{quarter}",
+    ]
+
+
+@given(st.integers(1, 4), st.integers(2000, 2099), st.integers(1, 4), st.data())
+def test_a_quarter_matches_itself_in_another_spelling_and_no_other_quarter(
+    quarter, year, other, data
+):
+    claim, passage = data.draw(st.permutations(quarter_spellings(quarter, year)))[:2]
+    assert figures(claim) == [("quarter", str(quarter), str(year))]
+    assert status(f"Sales rose in {claim}.", f"In {passage}, sales rose.") == "supported"
+    if other != quarter:
+        elsewhere = data.draw(st.sampled_from(quarter_spellings(other, year)))
+        assert status(f"Sales rose in {claim}.", f"In {elsewhere}, sales rose.") == (
+            "figure_not_found"
+        )
