@@ -139,11 +139,19 @@ def extract_figures(text: str) -> list[Figure]:
     return list(_extract(text, spelled_bare=False))
 
 
-def check_claim(claim: str, passages: Sequence[str], *, sources: int | None = None) -> ClaimCheck:
+def check_claim(
+    claim: str,
+    passages: Sequence[str],
+    *,
+    sources: int | None = None,
+    published: Sequence[str] = (),
+) -> ClaimCheck:
     """Check every figure of `claim` against the figures of `passages`.
 
-    `sources` (the number of cited sources) only chooses "its source" or "its sources" in the
-    message; by default it is the number of passages.
+    `published` holds the cited sources' publication dates (ISO 8601): a claim's date or year
+    that is one of them counts as found, since answers date events by the report ("On
+    October 3, ..."). `sources` (how many sources are cited) only chooses "its source" or "its
+    sources" in the message; by default it is the number of passages.
     """
     passages = [p for p in passages if p and not p.isspace()]
     if not passages:
@@ -152,6 +160,7 @@ def check_claim(claim: str, passages: Sequence[str], *, sources: int | None = No
     if not figures:
         return ClaimCheck(status="no_figures", message="no figures to check")
     in_passages = [_extract(p, spelled_bare=True) for p in passages]
+    in_passages.append(tuple(filter(None, map(_publication_date, published))))
     years = [_years_named(figs) for figs in in_passages]
     found: list[Figure] = []
     missing: list[Figure] = []
@@ -278,6 +287,16 @@ def _date_parts(value: str) -> tuple[int | None, int | None, int | None]:
         int(month_text) if month_text else None,
         int(day_text) if day_text else None,
     )
+
+
+def _publication_date(timestamp: str) -> Figure | None:
+    day = _ISO_DAY.match(timestamp.strip())
+    if day is None:
+        return None
+    return Figure(kind="date", value=day.group(), text=timestamp)
+
+
+_ISO_DAY = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
 
 
 def _unique(figures: Sequence[Figure]) -> list[Figure]:
@@ -654,8 +673,8 @@ def _after_a_name(plain: str, start: int) -> bool:
     if before is None:
         return False
     word, dot = before.groups()
-    if dot and word not in _NAME_ABBREVIATIONS:
-        return False  # the end of a sentence
+    if (dot and word not in _NAME_ABBREVIATIONS) or word.endswith("'s"):
+        return False  # the end of a sentence, or "Nvidia's 2024 revenue"
     lower = word.lower()
     return lower in _LABEL_WORDS or (word != lower and lower not in _QUANTITY_WORDS)
 

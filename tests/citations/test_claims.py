@@ -193,6 +193,10 @@ def test_a_bare_number_after_a_name_or_label_is_part_of_it():
         ("number", "12", ""),
         ("number", "10", ""),
     ]
+    assert figures("Nvidia\u2019s 2024 revenue and Apple's 15 stores") == [
+        ("year", "2024", ""),
+        ("number", "15", ""),
+    ]
     assert figures("Nvidia shipped 3 million GPUs and Microsoft 365 had 40%.") == [
         ("number", "3000000", ""),
         ("percent", "40", ""),
@@ -303,6 +307,17 @@ def test_a_figure_may_be_in_any_of_the_passages():
     assert check.status == "supported"
     assert [f.text for f in check.found] == ["$4.1bn", "38%"]
     assert check.message == "$4.1bn and 38% found in its sources"
+
+
+def test_a_date_may_be_the_publication_date_of_a_source():
+    claim = "On October 3, 2024, revenue rose 38% in 2024."
+    assert status(claim, "Revenue rose 38%.") == "figure_not_found"
+    check = check_claim(claim, ["Revenue rose 38%."], published=["2024-10-03T14:05:00Z", ""])
+    assert check.status == "supported"
+    other_day = check_claim(claim, ["Revenue rose 38%."], published=["2024-10-04T00:00:00Z"])
+    assert other_day.message == "October 3, 2024 not found in its source"
+    # A publication date is no passage: without one the claim cannot be checked.
+    assert check_claim(claim, [], published=["2024-10-03"]).status == "no_passage"
 
 
 # --- verdicts and messages -------------------------------------------------------------------
