@@ -100,7 +100,7 @@ def best_of(repeat: int, fn: Callable[[], object], *, cold: bool = False) -> tup
     best_wall = best_cpu = float("inf")
     for _ in range(repeat):
         if cold:
-            claims._extract.cache_clear()  # every passage extracted afresh, as for a new answer
+            claims._passage_figures.cache_clear()  # passages read afresh, as for a new answer
         gc.collect()
         wall, cpu = time.perf_counter(), time.process_time()
         fn()

@@ -22,7 +22,12 @@ match; a number with a unit ("3nm", "5 GW") needs the same unit in the passage; 
 year, a date in that year, a quarter of that year or the same plain number; a date matches a date
 that agrees on every part the claim states; a quarter matches the same quarter of the same year
 (a passage's quarter without a year counts when the passage names that year elsewhere). Fiscal
-and calendar years are not told apart. "percentage points" are basis points x 100.
+and calendar years are not told apart. "percentage points" are basis points x 100. A source's
+publication date, when the caller gives it, can support a claim's date or year.
+
+Verdicts: "figure_not_found" (the only flag, naming the figures: "38% not found in its source"),
+"supported", "no_figures" (checked, nothing to flag) and "no_passage" (its sources carry no
+passage: "no passage to check", never flagged, whatever the claim's figures).
 
 Not figures (false-positive traps): footnote markers ("[^1]", "[1]", superscripts), list
 numbering at a line start ("1. ", "2) "), identifiers with letters ("GPT-4", "H100", "A17",
@@ -63,6 +68,7 @@ class Figure:
     `value` is a Decimal, except for dates: an ISO string that may lack parts ("2024-10-03",
     "2024-10", "--10-03"). `unit` is a currency code, a physical unit or a quarter's year.
     `precision` is the unit of the last digit written, in `value`'s units ("4.1bn": 100000000).
+    `start` and `end` locate `text` in the string it was read from. Equality ignores these three.
     """
 
     kind: FigureKind
@@ -159,9 +165,11 @@ def check_claim(
     figures = _unique(_extract(claim, spelled_bare=False))
     if not figures:
         return ClaimCheck(status="no_figures", message="no figures to check")
-    in_passages = [_extract(p, spelled_bare=True) for p in passages]
+    in_passages = [_passage_figures(p) for p in passages]
     in_passages.append(tuple(filter(None, map(_publication_date, published))))
-    years = [_years_named(figs) for figs in in_passages]
+    # Only a quarter or a date without its year looks for the year elsewhere in its passage.
+    needs_years = any(f.kind in ("quarter", "date") for f in figures)
+    years = [_years_named(figs) if needs_years else frozenset() for figs in in_passages]
     found: list[Figure] = []
     missing: list[Figure] = []
     for figure in figures:
@@ -215,7 +223,6 @@ def summarise(checks: Sequence[ClaimCheck]) -> str:
 # --- matching ---------------------------------------------------------------------------------
 
 _AMOUNT_KINDS = frozenset({"number", "currency"})
-_YEAR_KINDS = frozenset({"year", "date", "quarter"})
 
 
 def _supports(claim: Figure, passage: Figure, passage_years: frozenset[int]) -> bool:
@@ -241,7 +248,8 @@ def _supports(claim: Figure, passage: Figure, passage_years: frozenset[int]) -> 
             return False
     elif passage.kind != claim.kind:
         return False
-    assert isinstance(claim.value, Decimal) and isinstance(passage.value, Decimal)
+    if not isinstance(claim.value, Decimal) or not isinstance(passage.value, Decimal):
+        return False  # only dates hold text, and they were compared above
     return abs(passage.value - claim.value) <= claim.precision / 2
 
 
@@ -311,6 +319,8 @@ def _unique(figures: Sequence[Figure]) -> list[Figure]:
 
 
 def _join_labels(labels: list[str]) -> str:
+    """Return "a", "a and b" or "a, b and c", each label once (both ends of "3-5%" share one)."""
+    labels = list(dict.fromkeys(labels))
     return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
 
 
@@ -475,13 +485,15 @@ _LABEL_WORDS = frozenset(
 )
 _QUANTITY_WORDS = frozenset(
     {
-        *("about", "around", "approximately", "roughly", "nearly", "almost", "some", "over"),
-        *("under", "only", "just", "more", "less", "fewer", "top", "all", "another", "of", "in"),
-        *("by", "from", "to", "at", "for", "with", "since", "until", "through", "after", "before"),
-        *("during", "between", "among", "into", "across", "on", "as", "than", "up", "down"),
-        *("last", "first", "the", "its", "their", "our", "each", "every", "exactly", "both"),
-        *("below", "above", "within", "plus", "minus", "total", "and", "or", "but", "of"),
-        *("sold", "shipped", "added", "cut", "hired", "employs", "fully", "still", "nearly"),
+        *("about", "around", "approximately", "approx", "roughly", "nearly", "almost", "circa"),
+        *("some", "over", "under", "only", "just", "more", "less", "fewer", "least", "most"),
+        *("top", "all", "another", "additional", "further", "exactly", "fully", "still"),
+        *("of", "in", "by", "from", "to", "at", "for", "with", "since", "until", "through"),
+        *("after", "before", "during", "between", "among", "into", "across", "on", "as", "than"),
+        *("up", "down", "past", "beyond", "below", "above", "within", "per", "versus", "vs"),
+        *("plus", "minus", "including", "excluding", "last", "first", "each", "every", "both"),
+        *("the", "these", "those", "its", "their", "our", "and", "or", "but", "total"),
+        *("sold", "shipped", "added", "cut", "hired", "employs"),
     }
 )
 
@@ -554,7 +566,12 @@ _FOLDED = {"\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013":
 _FOLDED |= {"\u2018": "'", "\u2019": "'"}
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
+def _passage_figures(text: str) -> tuple[Figure, ...]:
+    """Return the figures of a passage; cached, as many claims cite the same passages."""
+    return _extract(text, spelled_bare=True)
+
+
 def _extract(text: str, *, spelled_bare: bool) -> tuple[Figure, ...]:
     plain, origin = _normalised(text)
     figures = []
