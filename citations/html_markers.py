@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from html import escape
 from typing import Any
 
 from markdown_it.rules_core import StateCore
@@ -25,14 +26,25 @@ _LINK_DEPTH = {"link_open": 1, "link_close": -1}
 
 def marker_env(cited: CitedAnswer) -> tuple[list[tuple[int, str]], dict[str, Any]]:
     """Return the placeholder insertions (at the shared placements) and the parser env entries
-    that find them."""
+    that find them.
+
+    A placeholder names its footnote and its claim (the marker's index), `.<nonce>n1c0.`;
+    a flagged claim's marker is followed by `.<nonce>f0.`, its figure-check flag.
+    """
     digest = hashlib.sha256(cited.answer.encode("utf-8", "surrogatepass")).hexdigest()
     nonce = f"c{digest[:12]}"
-    insertions = [
-        (marker.offset, marker.insertion("".join(f".{nonce}n{n}." for n in marker.numbers)))
-        for marker in cited.markers
-    ]
-    env = {"citation_nonce": nonce, "citation_marker": re.compile(rf"\.{nonce}n(\d+)\.")}
+    flagged = {c.index for c in cited.claims if c.is_flagged}
+    insertions = []
+    for index, marker in enumerate(cited.markers):
+        text = "".join(f".{nonce}n{n}c{index}." for n in marker.numbers)
+        if index in flagged:
+            text += f".{nonce}f{index}."
+        insertions.append((marker.offset, marker.insertion(text)))
+    env = {
+        "citation_nonce": nonce,
+        "citation_marker": re.compile(rf"\.{nonce}(?:n(\d+)c(\d+)|f(\d+))\."),
+        "citation_flags": {c.index: c.check.message for c in cited.claims if c.is_flagged},
+    }
     return insertions, env
 
 
@@ -92,14 +104,17 @@ def link_markers(html: str, env: dict[str, Any]) -> str:
     notes, doc_id = env["footnotes"]["list"], env["docId"]
 
     def sup(match: re.Match[str]) -> str:
-        number = int(match[1])
+        if match[3] is not None:
+            message = escape(env["citation_flags"][int(match[3])])
+            return f'<span class="claim-flag" role="note">{message}</span>'
+        number, claim = int(match[1]), int(match[2])
         note = notes[number - 1]
         ident = anchor(doc_id, number)
         backref_target = "" if note["count"] else f' id="fnref{ident}"'  # first use only
         note["count"] += 1
         return (
             f'<sup class="footnote-ref"><a href="#fn{ident}"{backref_target} '
-            f'rel="noopener noreferrer">[{number}]</a></sup>'
+            f'data-claim="{claim}" rel="noopener noreferrer">[{number}]</a></sup>'
         )
 
     return env["citation_marker"].sub(sup, html)

@@ -83,6 +83,11 @@ class Reference(models.Model):
     passages = models.JSONField(
         default=list, blank=True, help_text="What the source says in support: [{text, relevance}]."
     )
+    claim_check = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The figure check of the claim this reference supports (citations.claims).",
+    )
     data = models.JSONField(help_text="The reference as received.")
 
     class Meta:

@@ -87,6 +87,15 @@ def render_json(cited: CitedAnswer) -> dict[str, Any]:
             for s in cited.sources
         ],
         "numbering": [{"offset": m.offset, "footnotes": list(m.numbers)} for m in cited.markers],
+        "claims": [
+            {
+                "start": c.start,
+                "end": c.end,
+                "footnotes": list(c.footnotes),
+                "check": c.check.to_dict() if c.check else None,
+            }
+            for c in cited.claims
+        ],
         "tool_attributions": [
             {
                 "tool_name": t.display_name,

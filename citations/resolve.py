@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from .evidence import Claim, claims_of
 from .markers import Marker, group_markers, placements_of
 from .references import Citation, Passage, SourceDocument, ToolCall
 
@@ -45,6 +46,7 @@ class ResolvedReference:
     tool_call_position: int | None
     audit_id: str
     footnote: int | None
+    marker_offset: int | None  # where its footnote marker shows; None when not shown
     problem: str
 
     start = property(lambda self: self.citation.start)
@@ -96,6 +98,7 @@ class CitedAnswer:
     markers: tuple[Marker, ...]
     tool_attributions: tuple[ToolAttribution, ...]
     tool_calls: tuple[ToolCall, ...]
+    claims: tuple[Claim, ...] = ()  # one per marker; checked by `evidence.with_checks`
 
     @property
     def invalid_references(self) -> list[ResolvedReference]:
@@ -142,6 +145,7 @@ def resolve_citations(
                 tool_call_position=call_position,
                 audit_id=audit_id,
                 footnote=numbers[citation.source.key] if citation.source and not problem else None,
+                marker_offset=placements[position][0] if position in placements else None,
                 problem=problem,
             )
         )
@@ -153,6 +157,7 @@ def resolve_citations(
         references=tuple(resolved),
         sources=tuple(sources),
         markers=markers,
+        claims=claims_of(resolved, [m.offset for m in markers]),
         tool_attributions=_tool_attributions([resolved[position] for *_, position in shown]),
         tool_calls=tuple(tool_calls),
     )

@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from .claims import ClaimCheck
+from .evidence import with_stored_checks
 from .models import AuditTrace, Reference, Source
 from .references import Citation, Passage, SourceDocument, ToolCall
 from .resolve import CitedAnswer, resolve_citations
@@ -26,6 +28,7 @@ def cited_answer_for_turn(turn: AnsweredTurn) -> CitedAnswer:
 def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAnswer]:
     """Return each turn's cited answer by pk, in two queries whatever the number of turns."""
     citations: dict[Any, list[Citation]] = defaultdict(list)
+    checks: dict[Any, dict[int, ClaimCheck]] = defaultdict(dict)
     calls: dict[Any, list[ToolCall]] = defaultdict(list)
     turn_ids = [t.pk for t in turns]
     references = (
@@ -35,6 +38,9 @@ def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAns
     )
     for reference in references:
         citations[reference.turn_id].append(_citation(reference))
+        if reference.claim_check:
+            position = len(citations[reference.turn_id]) - 1
+            checks[reference.turn_id][position] = ClaimCheck.from_dict(reference.claim_check)
     for trace in AuditTrace.objects.filter(turn_id__in=turn_ids).order_by("turn_id", "position"):
         calls[trace.turn_id].append(
             ToolCall(
@@ -45,12 +51,17 @@ def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAns
                 data=trace.data,
             )
         )
-    return {
-        t.pk: resolve_citations(
-            answer=t.answer_text, citations=citations[t.pk], tool_calls=calls[t.pk]
+    answers = {}
+    for turn in turns:
+        cited = resolve_citations(
+            answer=turn.answer_text, citations=citations[turn.pk], tool_calls=calls[turn.pk]
         )
-        for t in turns
-    }
+        stored = checks[turn.pk]
+        answers[turn.pk] = with_stored_checks(
+            cited,
+            {r.marker_offset: stored[r.position] for r in cited.references if r.position in stored},
+        )
+    return answers
 
 
 def source_document(source: Source) -> SourceDocument:

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import JSONField, Value
 
+from .evidence import with_checks
 from .models import AuditTrace, Reference, Source
 from .references import Citation, SourceDocument, ToolCall
 from .resolve import CitedAnswer, ResolvedReference, resolve_citations
@@ -30,7 +31,10 @@ def citations_store_for_turn(
     Called once the answer is complete, inside the caller's transaction. The caller renders and
     stores the HTML from the returned answer.
     """
-    cited = resolve_citations(answer=answer, citations=citations, tool_calls=tool_calls)
+    cited = with_checks(
+        resolve_citations(answer=answer, citations=citations, tool_calls=tool_calls)
+    )
+    checks = {c.end: c.check.to_dict() for c in cited.claims if c.check is not None}
     Reference.objects.filter(turn_id=turn_id).delete()
     AuditTrace.objects.filter(turn_id=turn_id).delete()
 
@@ -49,7 +53,7 @@ def citations_store_for_turn(
     trace_ids = {t.position: t.pk for t in traces}
     source_ids = _source_ids(s.document for s in cited.sources)
     Reference.objects.bulk_create(
-        _reference_row(turn_id, ref, source_ids, trace_ids) for ref in cited.references
+        _reference_row(turn_id, ref, source_ids, trace_ids, checks) for ref in cited.references
     )
     _log_invalid(turn_id, cited.invalid_references)
     return cited
@@ -80,7 +84,11 @@ def _source_row(document: SourceDocument) -> Source:
 
 
 def _reference_row(
-    turn_id: int, ref: ResolvedReference, source_ids: dict[str, int], trace_ids: dict[int, int]
+    turn_id: int,
+    ref: ResolvedReference,
+    source_ids: dict[str, int],
+    trace_ids: dict[int, int],
+    checks: dict[int, dict[str, Any]],
 ) -> Reference:
     return Reference(
         turn_id=turn_id,
@@ -98,6 +106,7 @@ def _reference_row(
         problem=db_text(ref.problem, 200),
         footnote=ref.footnote,
         passages=[{"text": db_text(p.text), "relevance": p.relevance} for p in ref.passages],
+        claim_check=checks.get(ref.marker_offset) if ref.marker_offset is not None else None,
         data=_json(ref.data),
     )
 

@@ -203,9 +203,11 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
     cited = turn.locator(".answer.cited")
     expect(cited).to_contain_text("Claim one")
     expect(cited.get_by_text("Evil Wire", exact=False).first).to_be_visible()
-    # Hover and click everything that could carry a handler.
-    for link in cited.locator("a").all():
+    # Hover everything that could carry a handler, evidence cards included.
+    for link in cited.locator("a:visible").all():
         link.hover()
+        for inner in page.locator(".evidence-popover a:visible").all():
+            inner.hover()
     page.mouse.move(0, 0)
     page.reload()
     wait_for_answer(page)

@@ -177,6 +177,7 @@ def test_hostile_answers_and_sources_produce_no_executable_markup(source):
     page = ParsedHtml(html)
 
     allowed = {"a", "p", "sup", "section", "h2", "ol", "li", "span", "code", "em", "strong", "pre"}
+    allowed |= {"div", "blockquote", "mark", "details", "summary", "ul"}  # evidence cards
     assert {e.tag for e in page.elements} <= allowed
     assert not [name for e in page.elements for name in e.attrs if name.startswith("on")]
     assert all(h.startswith(("#", "https://", "http://", "mailto:")) for h in page.hrefs)

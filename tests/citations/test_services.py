@@ -9,6 +9,7 @@ from chats.agent import bigdata as bigdata_adapter
 from chats.export import export_turns_markdown
 from chats.models import Turn
 from chats.selectors import chat_branch
+from citations.evidence import with_checks
 from citations.models import AuditTrace, Reference, Source
 from citations.render import render_markdown
 from citations.selectors import cited_answer_for_turn
@@ -125,7 +126,9 @@ def test_the_stored_answer_is_rebuilt_by_the_same_resolver(make_turn, stream_fix
         )
 
     rebuilt = cited_answer_for_turn(turn)
-    assert rebuilt == cited_from_capture(capture)
+    # The figure checks are stored when the turn completes and read back, not recomputed.
+    assert rebuilt == with_checks(cited_from_capture(capture))
+    assert all(c.check is not None for c in rebuilt.claims)
     assert render_markdown(rebuilt) == capture.with_suffix(".md").read_text(encoding="utf-8")
 
 
@@ -164,12 +167,24 @@ def test_the_export_gives_each_answer_its_own_footnote_labels(make_turn):
         f"Revenue rose 4%.[^{p1}1] Costs fell 2%.[^{p1}2] Margins improved.\n\n"
         f"[^{p1}1]: [Reuters - 2026-04-16](https://news.example/a)\n"
         f"[^{p1}2]: [Reuters - 2026-04-16](https://news.example/b)\n"
+        "\n> Figure check: 2 cited claims: 2 without a passage to check.\n"
         "\n"
         "## And Microsoft?\n\n"
         f"Azure grew 33%.[^{p2}1]\n\n"
         f"[^{p2}1]: [Reuters - 2026-04-16](https://news.example/a)\n"
+        "\n> Figure check: 1 cited claim: 1 without a passage to check.\n"
         "\n"
         "## Still running?\n\n_No answer._\n"
+    )
+
+
+def test_the_export_keeps_the_figure_check_and_names_each_flagged_claim(make_turn):
+    turn = make_turn("Margins?", answer="Margin rose to 38% in Q3.")
+    passage = [{"cnum": 1, "text": "Gross margin reached 35% in the third quarter."}]
+    store(turn, [ref(0, 25, bigdata("a", chunks=passage))])
+    assert export_turns_markdown([turn]).endswith(
+        "> Figure check: 1 cited claim: 1 figure not found in its source.\n"
+        "> - “Margin rose to 38% in Q3.”: 38% not found in its source.\n"
     )
 
 

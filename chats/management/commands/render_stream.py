@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from chats.agent.providers import stream_formats
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
+from citations.evidence import with_checks
 from citations.render import render_json, render_markdown
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer, resolve_citations
@@ -41,10 +42,12 @@ class Command(BaseCommand):
             _read(path), stream_format.adapter(), json_lines=stream_format.json_lines
         )
         transcript = Transcript.from_events(events)
-        cited = resolve_citations(
-            answer=transcript.answer,
-            citations=transcript.citations,
-            tool_calls=transcript.tool_calls,
+        cited = with_checks(
+            resolve_citations(
+                answer=transcript.answer,
+                citations=transcript.citations,
+                tool_calls=transcript.tool_calls,
+            )
         )
         rendering = _render(cited, fmt)
         if rendering:
