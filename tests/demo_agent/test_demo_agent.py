@@ -18,6 +18,7 @@ from chats.agent.transcript import Transcript
 from demo_agent import DemoAgentApp
 from demo_agent import app as demo_agent_app
 from demo_agent.corpus import Document, load_corpus, split_sentences
+from demo_agent.wire import MAX_BODY_BYTES
 from tests.servers import serve_asgi
 
 from .conftest import SECRET
@@ -522,6 +523,6 @@ def test_an_internal_failure_mid_stream_ends_with_an_error_event(monkeypatch):
 
 
 def test_an_oversized_body_is_refused(agent_url):
-    message = "x" * (demo_agent_app.MAX_BODY_BYTES + 1)
+    message = "x" * (MAX_BODY_BYTES + 1)
     response = post(agent_url, {"message": message, "research_effort": "lite"})
     assert response.status_code == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
