@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 from django.urls import reverse
 
-from tests.upstream import Reply, answer_stream
+from demo_agent.scripted import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +26,7 @@ async def test_the_api_key_never_leaves_the_agent_request(
         await client.send({"type": "ask", "message": question, "research_effort": "lite"})
         await client.receive_until("turn.finished")
 
-    assert upstream.requests[0]["headers"]["x-api-key"] == key
+    assert upstream.requests[0].headers["x-api-key"] == key
     assert key not in str(client.frames)
     assert key not in caplog.text
 
