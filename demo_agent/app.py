@@ -13,6 +13,7 @@ import logging
 
 from .conversation import Conversation, Conversations
 from .errors import HttpError
+from .question import TOPICS
 from .request import parse_request
 from .tokens import TokenSigner
 from .turn import Finished, Heartbeat, Pause, ResearchTurn, load_library
@@ -39,8 +40,13 @@ class DemoAgentApp:
 
     def __init__(self, secret: str, pace: float = 1.0, chat_ttl_seconds: float = 3600.0) -> None:
         self.pace = max(0.0, float(pace))
-        self._conversations = Conversations(TokenSigner(secret), chat_ttl_seconds=chat_ttl_seconds)
         self._library = load_library()
+        signer = TokenSigner(
+            secret,
+            companies=[company.key for company in self._library.corpus.companies],
+            topics=[topic.key for topic in TOPICS],
+        )
+        self._conversations = Conversations(signer, chat_ttl_seconds=chat_ttl_seconds)
         self.active_turns = 0  # streams being generated now; tests watch it fall on disconnect
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,7 +71,7 @@ class DemoAgentApp:
         turn = ResearchTurn(
             message=request.message,
             research_effort=request.research_effort,
-            history=conversation.history,
+            context=conversation.context,
             library=self._library,
         )
         await self._stream(turn, conversation, receive, send)
