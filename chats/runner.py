@@ -41,7 +41,7 @@ def control_group(turn_id: int) -> str:
 def agent_settings() -> AgentSettings:
     return AgentSettings(
         url=settings.RESEARCH_AGENT_URL,
-        api_key=settings.BIGDATA_API_KEY,
+        api_key=settings.BIGDATA_API_KEY or settings.DEMO_AGENT_TOKEN,
         connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
         idle_timeout=settings.AGENT_IDLE_TIMEOUT,
         max_retries=settings.AGENT_MAX_RETRIES,

@@ -5,6 +5,8 @@ SECRET_KEY a random key is generated once and kept in the ignored `.local/` fold
 fresh clone runs out of the box and production must set its own.
 """
 
+import hashlib
+import hmac
 import secrets
 from pathlib import Path
 
@@ -157,6 +159,9 @@ AGENT_PERSISTENCE_MODE = env.str("AGENT_PERSISTENCE_MODE", default="enabled")
 # The demo agent signs its checkpoints so that foreign ones are refused like the real API's.
 DEMO_AGENT_SECRET = env.str("DEMO_AGENT_SECRET", default="") or SECRET_KEY
 DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast as it can
+# The key the site sends its own demo agent, which answers nobody else. Derived, not random, so
+# that with several workers a request from one is accepted by another's mount.
+DEMO_AGENT_TOKEN = hmac.new(SECRET_KEY.encode(), b"demo-agent-api-key", hashlib.sha256).hexdigest()
 
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch

@@ -6,9 +6,9 @@ import pytest
 from playwright.sync_api import expect
 
 from chats.models import Turn
+from demo_agent.scripted import Reply, ScriptedAgent
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
 from tests.servers import serve_asgi
-from tests.upstream import Reply, ScriptedUpstream
 
 
 def test_ask_watch_the_agent_work_and_keep_the_cited_answer(page, site, analyst):
@@ -95,7 +95,7 @@ def test_branching_edit_switch_and_reload_keep_the_same_tree(page, site, analyst
 
 @pytest.fixture
 def slow_upstream(settings):
-    app = ScriptedUpstream()
+    app = ScriptedAgent()
     with serve_asgi(app) as url:
         settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
         yield app

@@ -9,8 +9,8 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from chats.models import Turn, TurnEvent
+from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.chats.conftest import events_of, sse
-from tests.upstream import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -184,7 +184,7 @@ async def test_an_http_error_fails_the_turn_with_its_detail(connect, user, chat,
 
 async def test_a_stalled_upstream_interrupts_the_turn(connect, user, chat, upstream, settings):
     settings.AGENT_IDLE_TIMEOUT = 0.5
-    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Half an ans"}), "stall"]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Half an ans"}), Stall()]))
     client = await connect(user, chat)
     turn_id = await ask(client)
     frames = await client.receive_until("turn.finished", turn_id=turn_id)
@@ -196,7 +196,7 @@ async def test_a_stalled_upstream_interrupts_the_turn(connect, user, chat, upstr
 
 
 async def test_a_dropped_connection_interrupts_the_turn(connect, user, chat, upstream):
-    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Cut"}), "drop"]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Cut"}), Drop()]))
     client = await connect(user, chat)
     turn_id = await ask(client)
     await client.receive_until("turn.finished", turn_id=turn_id)
@@ -221,7 +221,7 @@ async def test_garbage_from_upstream_interrupts_with_a_clear_message(connect, us
 
 
 async def test_stop_closes_upstream_and_keeps_the_partial_answer(connect, user, chat, upstream):
-    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Partial"}), "stall"]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Partial"}), Stall()]))
     client = await connect(user, chat)
     turn_id = await ask(client)
     await client.receive_until("turn.events", turn_id=turn_id)
