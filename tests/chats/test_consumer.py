@@ -10,6 +10,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from chats.models import Turn, TurnEvent
 from tests.chats.conftest import events_of, sse
+from tests.chats.test_protocol import assert_server_frame
 from tests.upstream import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,12 +29,27 @@ async def ask(client, message="How did NVIDIA do?", **extra):
 # --- Access --------------------------------------------------------------------------------
 
 
-async def test_anonymous_users_are_closed_with_4401(connect, chat):
-    await connect(AnonymousUser(), chat, expect_close=4401)
+async def expect_refusal(client, code: str, close_code: int) -> dict:
+    """The server says why in an error frame, then closes with `close_code`."""
+    frame = await client.receive()
+    assert_server_frame(frame)
+    assert (frame["type"], frame["code"]) == ("error", code)
+    assert await client.communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": close_code,
+    }
+    return frame
+
+
+async def test_anonymous_users_are_told_and_closed_with_4401(connect, chat):
+    client = await connect(AnonymousUser(), chat)
+    frame = await expect_refusal(client, "unauthenticated", 4401)
+    assert "log in" in frame["message"]
 
 
 async def test_another_users_chat_is_closed_with_4404(connect, chat, other_user):
-    await connect(other_user, chat, expect_close=4404)
+    client = await connect(other_user, chat)
+    await expect_refusal(client, "not_found", 4404)
 
 
 async def test_websocket_origin_is_checked(chat, user):
@@ -68,6 +84,9 @@ async def test_websocket_origin_is_checked(chat, user):
         ('{"type": "sync", "cursors": {"x": 1}}', "cursors"),
         ('{"type": "sync", "cursors": {"1": -1}}', "cursors"),
         ("[" * 5000 + "]" * 5000, "must be JSON"),  # nested too deep for the parser
+        # JSON escapes what no database stores: refused, not a crashed socket (close 1006).
+        ('{"type": "ask", "message": "a\\ud800b"}', "cannot be sent"),
+        ('{"type": "ask", "message": "a\\u0000b"}', "cannot be sent"),
     ],
 )
 async def test_bad_frames_get_an_error_frame_and_the_connection_stays(
@@ -118,12 +137,17 @@ async def test_a_question_streams_live_and_is_stored(
     events = events_of(frames, turn_id)
     assert [e["seq"] for e in events] == list(range(1, 37))
     assert events[0]["type"] == "PLANNING"
-    assert events[0]["plan"]["steps"][0] == {
-        "description": "Find the latest filing",
-        "status": "IN_PROGRESS",
-    }
-    assert any(e.get("label") == "Searching: NVIDIA Q2 FY26 earnings" for e in events)
+    assert (
+        'Find the latest filing <span class="step-status">in progress</span>'
+        in (events[0]["plan_html"])
+    )
+    assert any(
+        e.get("activity", {}).get("text") == "Searching: NVIDIA Q2 FY26 earnings" for e in events
+    )
     answer = "".join(e["content"] for e in events if e["type"] == "ANSWER")
+    for frame in client.frames:
+        assert_server_frame(frame)
+    assert client.frames[0]["chat_title"] == "How did NVIDIA do?"  # titled by the server
     finished = frames[-1]
     assert finished["status"] == "complete"
     assert "Sources" in finished["html"]
