@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from channels.db import database_sync_to_async
@@ -417,3 +418,203 @@ async def test_a_lapsed_lease_is_swept_while_running(connect, user, chat, settin
     frames = await client.receive_until("turn.finished", turn_id=orphan.pk)
     assert frames[-1]["status"] == "interrupted"
     await get_registry().shutdown()
+
+
+# --- Limits ----------------------------------------------------------------------------------
+
+
+async def test_sockets_past_the_per_user_cap_are_told_and_closed_with_4429(
+    connect, user, other_user, chat, settings
+):
+    from chats.models import Chat, OpenSocket
+
+    settings.WS_MAX_SOCKETS_PER_USER = 2
+    first = await connect(user, chat)
+    await connect(user, chat)
+    frame = await expect_refusal(await connect(user, chat), "too_many_sockets", 4429)
+    assert "2 chat pages open" in frame["message"]
+    # Another user is not affected, and a closed socket frees its place.
+    await connect(other_user, await Chat.objects.acreate(owner=other_user))
+    await first.close()
+    third = await connect(user, chat)
+    await third.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    assert await third.communicator.receive_nothing(timeout=0.2)
+    assert await OpenSocket.objects.filter(user=user).acount() == 2
+
+
+async def test_sockets_of_a_dead_process_stop_counting_when_their_lease_lapses(
+    connect, user, chat, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chats.models import OpenSocket
+
+    settings.WS_MAX_SOCKETS_PER_USER = 2
+    lapsed = timezone.now() - timedelta(seconds=1)
+    for name in ("dead-process-1", "dead-process-2"):
+        await OpenSocket.objects.acreate(user=user, channel_name=name, lease_expires_at=lapsed)
+    client = await connect(user, chat)
+    await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    assert await client.communicator.receive_nothing(timeout=0.2)  # admitted
+    assert not await OpenSocket.objects.filter(channel_name__startswith="dead").aexists()
+
+
+async def test_frames_past_the_rate_are_dropped_with_an_error(connect, user, chat, settings):
+    settings.WS_MAX_FRAMES_PER_SECOND = 5
+    client = await connect(user, chat)
+    for _ in range(8):
+        await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    refusals = [await client.receive() for _ in range(3)]  # the first 5 have no answer
+    assert {(f["type"], f["code"]) for f in refusals} == {("error", "rate_limited")}
+    assert await client.communicator.receive_nothing(timeout=0.3)
+    await client.send({"type": "stop", "turn_id": 10**6})  # after a second the bucket refills
+    await asyncio.sleep(1)
+    await client.send({"type": "stop", "turn_id": 10**6})
+    assert (await client.receive())["code"] == "bad_frame"  # handled, not dropped
+
+
+async def test_sustained_flooding_closes_the_socket(connect, user, chat, settings):
+    settings.WS_MAX_FRAMES_PER_SECOND = 5
+    client = await connect(user, chat)
+    for _ in range(200):
+        await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    while True:
+        output = await client.communicator.receive_output(timeout=5)
+        if output["type"] == "websocket.close":
+            break
+        frame = json.loads(output["text"])
+        assert frame["code"] == "rate_limited"
+    assert output["code"] == 4429
+    assert "closed" in frame["message"]
+
+
+async def test_a_chat_streams_one_turn_at_a_time(connect, user, chat, upstream):
+    from chats.runner import get_registry
+
+    upstream.queue(*[Reply(body=[sse({"type": "ANSWER", "content": "x"}), "stall"])] * 2)
+    client = await connect(user, chat)
+    await ask(client)
+    other_tab = await connect(user, chat)
+    await other_tab.send({"type": "ask", "message": "Me too", "research_effort": "lite"})
+    frame = await other_tab.receive()
+    assert (frame["type"], frame["code"]) == ("error", "turn_in_progress")
+    assert len(upstream.requests) == 1
+    assert await Turn.objects.acount() == 1
+    await get_registry().shutdown()
+
+
+@pytest.mark.parametrize("chats", [1, 5])
+async def test_twenty_asks_at_once_reach_the_agent_at_most_three_times(
+    connect, user, upstream, settings, chats
+):
+    """20 asks sent together, in one chat or spread over five, start at most 3 runs."""
+    from chats.models import Chat
+    from chats.runner import get_registry
+
+    assert settings.AGENT_MAX_CONCURRENT_TURNS == 3
+    upstream.queue(*[Reply(body=[sse({"type": "ANSWER", "content": "x"}), "stall"])] * 20)
+    clients = [await connect(user, await Chat.objects.acreate(owner=user)) for _ in range(chats)]
+    frame = {"type": "ask", "message": "Expensive question", "research_effort": "standard"}
+    await asyncio.gather(*(clients[i % chats].send(frame) for i in range(20)))
+    answers = []
+    for client in clients:
+        while not await client.communicator.receive_nothing(timeout=0.5):
+            answers.append(await client.receive())
+    started = {f["turn_id"] for f in answers if f["type"] == "turn.started"}
+    refused = [f["code"] for f in answers if f["type"] == "error"]
+    assert len(started) == min(chats, 3)
+    assert len(refused) == 20 - len(started)
+    expected_codes = {"turn_in_progress"} if chats == 1 else {"turn_in_progress", "too_many_turns"}
+    assert set(refused) == expected_codes
+    await asyncio.sleep(0.3)
+    assert len(upstream.requests) == len(started)
+    await get_registry().shutdown()
+
+
+def test_turn_start_counts_concurrent_asks_across_database_connections(user, settings):
+    """Asks on separate connections at once (as from separate processes) start at most 3."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from chats.models import Chat
+    from chats.services import TurnStartError, turn_start
+
+    chats = [Chat.objects.create(owner=user) for _ in range(5)]
+
+    def try_ask(i: int) -> str:
+        try:
+            turn_start(chat=chats[i % 5], question="q", research_effort="lite")
+            return "started"
+        except TurnStartError as refused:
+            return refused.code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        outcomes = list(pool.map(try_ask, range(20)))
+    assert outcomes.count("started") == 3
+    assert Turn.objects.streaming().count() == 3
+    assert set(outcomes) == {"started", "turn_in_progress", "too_many_turns"}
+
+
+# --- Logout ----------------------------------------------------------------------------------
+
+
+async def signed_in_socket(user, chat):
+    """A socket through the real site (session cookie, auth middleware) and its HTTP client."""
+    from asgiref.sync import sync_to_async
+    from channels.testing import WebsocketCommunicator
+    from django.test import Client as HttpClient
+
+    from researchsite.asgi import application
+
+    http = HttpClient()
+    await sync_to_async(http.force_login)(user)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/chats/{chat.pk}/",
+        headers=[
+            (b"origin", b"http://127.0.0.1"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", f"sessionid={http.cookies['sessionid'].value}".encode()),
+        ],
+    )
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.send_json_to({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    assert await communicator.receive_nothing(timeout=0.2)  # signed in, not refused
+    return communicator, http
+
+
+async def test_logging_out_closes_the_users_sockets_with_4401(user, chat):
+    from asgiref.sync import sync_to_async
+    from django.urls import reverse
+
+    communicator, http = await signed_in_socket(user, chat)
+    await sync_to_async(http.post)(reverse("logout"))
+    frame = await communicator.receive_json_from(timeout=5)
+    assert (frame["type"], frame["code"]) == ("error", "logged_out")
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+    await communicator.disconnect()
+
+
+async def test_a_socket_whose_session_ended_cannot_ask(user, chat, upstream):
+    """Even when the logout's close never reached it (another process, a lost message)."""
+    from django.contrib.sessions.models import Session
+
+    upstream.queue(Reply.events(*answer_stream("should not be asked")))
+    communicator, _ = await signed_in_socket(user, chat)
+    await Session.objects.all().adelete()  # the session ended elsewhere
+    await communicator.send_json_to({"type": "ask", "message": "Still there?"})
+    frame = await communicator.receive_json_from(timeout=5)
+    assert (frame["type"], frame["code"]) == ("error", "logged_out")
+    assert (await communicator.receive_output(timeout=5))["code"] == 4401
+    assert await Turn.objects.acount() == 0
+    assert upstream.requests == []
+    await communicator.disconnect()
