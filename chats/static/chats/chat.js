@@ -2,8 +2,9 @@
 //
 // The server owns everything that matters: it renders every card, the final cited answer and
 // every label (plan steps, tool calls, statuses, titles, errors; see chats/display.py and
-// chats/protocol.py). This script places what it is sent, previews the streaming answer's
-// Markdown, and keeps a cursor per streaming turn so a reconnect resumes exactly.
+// chats/protocol.py); the page's own words (banners, busy buttons) are data attributes of the
+// template. This script places what it is sent, previews the streaming answer's Markdown, and
+// keeps a cursor per streaming turn so a reconnect resumes exactly.
 (() => {
   "use strict";
 
@@ -16,6 +17,7 @@
   const message = document.getElementById("message");
   const effort = document.getElementById("effort");
   const sendButton = document.getElementById("send");
+  const sendLabel = sendButton.textContent;
   const modeBox = document.getElementById("composer-mode");
   const connectionBanner = document.getElementById("connection");
   // Raw HTML off: the agent's text is shown as text; markdown-it also refuses javascript: links.
@@ -50,10 +52,10 @@
     });
     socket.addEventListener("close", (event) => {
       if (isFinalClose(event.code)) {
-        if (connectionBanner.hidden) showConnection(`Disconnected (${event.code}). Reload the page.`);
+        if (connectionBanner.hidden) showConnection(connectionBanner.dataset.closedText);
         return;
       }
-      showConnection("Connection lost. Reconnecting… (answers keep being written meanwhile)");
+      showConnection(connectionBanner.dataset.lostText);
       setTimeout(connect, reconnectDelay);
       reconnectDelay = Math.min(reconnectDelay * 2, 10000);
     });
@@ -244,15 +246,15 @@
       case "stop":
         if (send({ type: "stop", turn_id: turnId })) {
           button.disabled = true;
-          button.textContent = "Stopping…";
+          button.textContent = button.dataset.busyLabel;
         }
         return;
       case "edit":
         message.value = question;
-        setMode({ parentTurnId }, "Editing a question: sending starts a new version of it.");
+        setMode({ parentTurnId }, button.dataset.modeText);
         return;
       case "continue":
-        setMode({ parentTurnId: turnId }, "Continuing from this answer: your question branches from here.");
+        setMode({ parentTurnId: turnId }, button.dataset.modeText);
         return;
       case "retry":
         ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId });
@@ -279,13 +281,13 @@
       credentials: "same-origin",
     });
     if (response.ok) location.reload();
-    else showConnection("Could not switch versions; reload the page and try again.");
+    else showConnection(connectionBanner.dataset.switchFailedText);
   }
 
   function updateComposer() {
     const streaming = thread.querySelector('.turn[data-status="streaming"]');
     sendButton.disabled = Boolean(streaming);
-    sendButton.textContent = streaming ? "Answering…" : "Send";
+    sendButton.textContent = streaming ? sendButton.dataset.busyLabel : sendLabel;
   }
 
   // --- Helpers ----------------------------------------------------------------------------
