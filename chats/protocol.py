@@ -34,7 +34,7 @@ from .agent.events import (
     PlanningEvent,
     ThinkingEvent,
     ToolErrorEvent,
-    event_from_message,
+    event_from_data,
 )
 
 # --- Groups ----------------------------------------------------------------------------------
@@ -335,7 +335,7 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
 
 def stored_event_view(seq: int, data: dict[str, Any]) -> EventView:
     """The same view, for an event read back from the log."""
-    event = event_from_message(data)
+    event = event_from_data(data)
     return event_view(seq, event) if event else EventView(seq=seq, type="UNKNOWN")
 
 

@@ -142,10 +142,10 @@ def turn_finish(
         return None
     answer = transcript.answer
     cited = citations_store_for_turn(
-        turn=turn,
+        turn_id=turn.pk,
         answer=answer,
-        references=transcript.references,
-        audit_traces=transcript.audit_traces,
+        citations=transcript.citations,
+        tool_calls=transcript.tool_calls,
     )
     turn.answer_text = answer
     turn.answer_html = render_html(cited, doc_id=f"t{turn.pk}")
@@ -187,7 +187,7 @@ def turn_interrupt_orphans() -> list[Turn]:
         )
         turn = turn_finish(
             turn_id=turn_id,
-            transcript=Transcript.from_messages(messages),
+            transcript=Transcript.from_log(messages),
             status=Turn.Status.INTERRUPTED,
             error="The server stopped while this answer was being written. Retry to ask again.",
             error_kind=Turn.ErrorKind.SERVER,

@@ -9,9 +9,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from citations.export import export_turns_markdown
-
 from .display import page_limits
+from .export import export_turns_markdown
 from .models import Turn
 from .selectors import chat_branch, chat_get_for_user, chat_list_for_user
 from .services import TurnStartError, chat_create, chat_select_branch

@@ -10,6 +10,8 @@ class Source(models.Model):
     class Type(models.TextChoices):
         BIGDATA = "BIGDATA"
         EXTERNAL = "EXTERNAL"
+        WEB = "WEB"
+        DOCUMENT = "DOCUMENT"
         OTHER = "OTHER"
 
     key = models.CharField(max_length=600, unique=True, help_text="id, else URL, else headline.")
@@ -37,6 +39,9 @@ class AuditTrace(models.Model):
     tool_id = models.CharField(max_length=200, blank=True, db_index=True)
     audit_type = models.CharField(max_length=100, blank=True)
     title = models.TextField(blank=True, help_text="The search query or the trace's title.")
+    results = models.JSONField(
+        default=list, blank=True, help_text="The documents the call returned, cited or not."
+    )
     data = models.JSONField()
 
     class Meta:
@@ -44,6 +49,10 @@ class AuditTrace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.audit_type} {self.tool_id}".strip()
+
+    @property
+    def result_headlines(self) -> list[str]:
+        return [r["headline"] for r in self.results if isinstance(r, dict) and r.get("headline")]
 
     @property
     def label(self) -> str:
@@ -71,6 +80,9 @@ class Reference(models.Model):
     is_valid = models.BooleanField(default=True, db_index=True)
     problem = models.CharField(max_length=200, blank=True, help_text="Why it is not shown.")
     footnote = models.PositiveIntegerField(null=True, blank=True)
+    passages = models.JSONField(
+        default=list, blank=True, help_text="What the source says in support: [{text, relevance}]."
+    )
     data = models.JSONField(help_text="The reference as received.")
 
     class Meta:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from chats.models import Turn
+from citations.render import render_markdown
+from citations.selectors import cited_answers_for_turns
 
-from .render import render_markdown
-from .selectors import cited_answers_for_turns
+from .models import Turn
 
 
 def export_turns_markdown(turns: Iterable[Turn]) -> str:
