@@ -303,6 +303,10 @@ class Site:
             ALLOWED_HOSTS="127.0.0.1",
             LOG_LEVEL="WARNING",
             REDIS_URL="",
+            # One bench account drives every chat: lift the per-user limits it would hit.
+            WS_MAX_SOCKETS_PER_USER="100000",
+            WS_MAX_FRAMES_PER_SECOND="100000",
+            AGENT_MAX_CONCURRENT_TURNS="100000",
         )
         env.update(self.extra_env)
         return env
@@ -383,14 +387,14 @@ async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
     """Read and parse a run straight from the stand-in with the site's own parser."""
     import httpx
 
-    from chats.agent.sse import EventParser, aiter_events
+    from chats.agent.sse import StreamReader, aiter_events
 
     async with httpx.AsyncClient(trust_env=False, timeout=60) as client:
         started = time.perf_counter()
         count = 0
         payload = {"message": question(events=events), "research_effort": "standard"}
         async with client.stream("POST", upstream_url, json=payload) as response:
-            async for _event in aiter_events(response.aiter_text(), EventParser()):
+            async for _event in aiter_events(response.aiter_text(), StreamReader()):
                 count += 1
         return time.perf_counter() - started, count
 

@@ -244,6 +244,11 @@ class TurnAdmin(ReviewOnlyAdmin):
     )
     inlines = (ReferenceInline, AuditTraceInline)
 
+    class Media:
+        # Evidence cards on the cited answer, as on the chat page.
+        css = {"all": ["citations/evidence.css"]}
+        js = ["citations/evidence.js"]
+
     def get_changelist(self, request, **kwargs):
         return TurnChangeList
 

@@ -54,13 +54,6 @@ class AuditTrace(models.Model):
     def result_headlines(self) -> list[str]:
         return [r["headline"] for r in self.results if isinstance(r, dict) and r.get("headline")]
 
-    @property
-    def label(self) -> str:
-        """What the tool call did, in the words the chat page uses: "Searched: NVIDIA margins"."""
-        if self.audit_type.startswith("Search") and self.title:
-            return f"Searched: {self.title}"
-        return self.title or self.audit_type or "A tool call"
-
 
 class Reference(models.Model):
     """One GROUNDING reference: a span of the answer and what supports it."""

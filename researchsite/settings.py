@@ -170,6 +170,15 @@ TURN_HEARTBEAT_SECONDS = env.float("TURN_HEARTBEAT_SECONDS", default=10.0)
 WEBSOCKET_MAX_FRAME_BYTES = 16 * 1024
 MESSAGE_MAX_CHARS = 8000
 
+# --- Limits ---------------------------------------------------------------------------------
+# Enforced by the server; each refusal reaches the page as an error frame with a code.
+# Open chat sockets per user, counted in the database so the cap holds across processes.
+WS_MAX_SOCKETS_PER_USER = env.int("WS_MAX_SOCKETS_PER_USER", default=10)
+# Frames per second per socket (a token bucket of this size, refilled at this rate).
+WS_MAX_FRAMES_PER_SECOND = env.float("WS_MAX_FRAMES_PER_SECOND", default=20.0)
+# Streaming turns per user across all their chats (and always one per chat).
+AGENT_MAX_CONCURRENT_TURNS = env.int("AGENT_MAX_CONCURRENT_TURNS", default=3)
+
 # --- Logging --------------------------------------------------------------------------------
 LOGGING = {
     "version": 1,

@@ -228,3 +228,72 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
     assert (
         page.locator(".turn .question-text").inner_text() == "<script>window.__pwned = 10</script>"
     )
+
+
+def test_live_and_finished_turns_use_the_same_words(page, site, analyst, slow_upstream):
+    """The server words every label: a plan step reads "in progress" live and after."""
+    slow_upstream.queue(
+        Reply.events(
+            {
+                "type": "PLANNING",
+                "plan": {
+                    "title": "Plan <b>",
+                    "steps": [{"description": "Look it up", "status": "IN_PROGRESS"}],
+                },
+            },
+            {
+                "type": "ACTION",
+                "tool_name": "search",
+                "tool_arguments": {"query": "NVIDIA margins"},
+            },
+            {
+                "type": "AUDIT",
+                "audit_traces": [
+                    {
+                        "audit_type": "SearchAuditV1",
+                        "tool_id": "a1",
+                        "query": {"text": "NVIDIA margins"},
+                        "results": [],
+                    }
+                ],
+            },
+            *[{"type": "ANSWER", "content": w} for w in WORDS[:40]],
+            {"type": "COMPLETE", "checkpoint_id": "ckpt-w", "consumption": []},
+            pause=0.05,
+        )
+    )
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "  Margins,\n please  ")
+    expect(page.locator(".chat-head h1")).to_have_text("Margins, please")
+    assert page.title() == "Margins, please · ResearchSite"
+    live = page.locator(".turn").first
+    expect(live.locator("[data-plan] .plan-title")).to_have_text("Plan <b>")
+    expect(live.locator("[data-plan] .step-status")).to_have_text("in progress")
+    expect(live.locator("[data-activity] li")).to_have_text(["Searching: NVIDIA margins"])
+
+    finished = wait_for_answer(page)
+    finished.locator(".trail summary").click()
+    expect(finished.locator(".trail .plan-title")).to_have_text("Plan <b>")
+    expect(finished.locator(".trail .step-status")).to_have_text("in progress")
+    expect(finished.locator(".trail ul li")).to_have_text(["Searched: NVIDIA margins"])
+    assert page.js_errors == []
+
+
+def test_logging_out_in_another_tab_closes_the_chat_socket(page, site, analyst):
+    log_in(page, site)
+    new_chat(page)
+    expect(page.get_by_label("Message")).to_be_visible()
+    page.wait_for_timeout(300)  # the socket is open
+    other = page.context.new_page()
+    other.goto(site)
+    other.get_by_role("button", name="Log out").click()
+    other.wait_for_url(lambda url: "/login/" in url)
+    expect(page.locator("#connection")).to_have_text(
+        "You have logged out. Log in again to keep asking."
+    )
+    page.wait_for_timeout(1500)  # no reconnect loop replaces the reason
+    expect(page.locator("#connection")).to_have_text(
+        "You have logged out. Log in again to keep asking."
+    )
+    assert page.js_errors == []
