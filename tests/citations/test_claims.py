@@ -75,7 +75,8 @@ SAME_FIGURE = {
         "3rd October 2024", "October 3rd, 2024", "10/03/2024", "10/3/24", "03.10.2024",
         "2024/10/03", "3 Oct. 2024", "3rd of October 2024",
     ],
-    ("date", "2024-10", ""): ["October 2024", "Oct 2024", "October of 2024", "2024-10"],
+    ("date", "2024-10", ""): ["October 2024", "Oct 2024", "October of 2024", "2024-10", "10/2024"],
+    ("ratio", "0.5", ""): ["1:2", "1/2", "2/4", "1-to-2"],
     ("date", "--10-03", ""): ["October 3", "3 October", "Oct. 3rd"],
     ("year", "2024", ""): ["in 2024", "FY2024", "FY24", "fiscal 2024", "fiscal year 2024",
                            "FY 2024", "FY'24", "mid-2024", "FY2023-24"],
@@ -155,7 +156,8 @@ NOT_FIGURES = [
     "the S&P 500, the Russell 2000 and the FTSE 100",
     "under Section 230 and Chapter 11",
     "upgraded to v2.1, version 3.2 and 1.2.3",
-    "call +1 415 555 0100 or (415) 555-0100 or 415-555-0100",
+    "call +1 415 555 0100 or (415) 555-0100 or 415-555-0100 or 1-800-555-0199",
+    "support 24/7",
     "at 10:30 am and 09:15:00",
     "see https://example.com/2024/10/38-percent and www.example.com/4.1bn",
     "write to ir2024@example.com",
@@ -300,6 +302,14 @@ def test_amounts_match_across_spellings_and_units(claim, passage, expected):
 )
 def test_quarters_years_and_dates_match_by_their_parts(claim, passage, expected):
     assert status(claim, passage) == expected
+
+
+def test_a_passage_may_say_a_multiple_in_words():
+    assert status("Revenue rose 2x.", "Revenue doubled.") == "supported"
+    assert status("Revenue rose 2.0x.", "Revenue more than doubled.") == "supported"
+    assert status("Revenue rose 3x.", "Revenue tripled.") == "supported"
+    assert status("Revenue rose 3x.", "Revenue doubled.") == "figure_not_found"
+    assert figures("Revenue doubled, twice.") == []  # in a claim, words are not figures
 
 
 def test_a_figure_may_be_in_any_of_the_passages():
