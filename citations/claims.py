@@ -17,14 +17,15 @@ value, rounded the way the claim wrote its figure, is the claim's value: the dif
 most half a unit of the claim's last written digit. So "38%" matches 38.2% and 37.6% (also
 37.5% and 38.5%) but not 36%; "$4.1bn" matches $4.08bn; "38.2%" does not match 38% (the claim
 says more than its source). Signs are ignored ("fell 5%" is the source's "-5%").
-Compatible kinds: a currency amount and a plain number are one family ("$4.1 billion" matches a
-passage's "4.1 billion", which often states the currency once), but two different currencies never
-match; a number with a unit ("3nm", "5 GW") needs the same unit in the passage; a year matches a
-year, a date in that year, a quarter of that year or the same plain number; a date matches a date
-that agrees on every part the claim states; a quarter matches the same quarter of the same year
-(a passage's quarter without a year counts when the passage names that year elsewhere). Fiscal
-and calendar years are not told apart. "percentage points" are basis points x 100. A source's
-publication date, when the caller gives it, can support a claim's date or year.
+Compatible kinds: a currency amount and a plain number are one family ("$4.1 billion" matches
+a passage's "4.1 billion", which often states the currency once), but two different currencies
+never match ("¥" agrees with yen and yuan); a number with a unit ("3nm", "5 GW") needs the same
+unit in the passage; a year matches a year, a date in that year, a quarter of that year or the
+same plain number; a date matches a date that agrees on every part the claim states; a quarter
+matches the same quarter of the same year (a passage's quarter without a year counts when the
+passage names that year elsewhere). Fiscal and calendar years are not told apart. "percentage
+points" are basis points x 100. A source's publication date, when the caller gives it, can
+support a claim's date or year.
 
 Verdicts: "figure_not_found" (the only flag, naming the figures: "38% not found in its source"),
 "supported", "no_figures" (checked, nothing to flag) and "no_passage" (its sources carry no
@@ -258,6 +259,8 @@ def _supports(claim: Figure, passage: Figure, passage_years: frozenset[int]) -> 
 def _units_agree(claim: Figure, passage: Figure) -> bool:
     if claim.unit == passage.unit or not claim.unit:
         return True
+    if {claim.unit, passage.unit} in ({"¥", "JPY"}, {"¥", "CNY"}):
+        return True
     # A passage amount without a currency may be in the claim's currency, never in another unit.
     return claim.kind == "currency" and not passage.unit
 
@@ -347,7 +350,7 @@ _YEAR4 = r"(?:1[89]\d\d|20\d\d|21\d\d)"
 _MONTH = r"""(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?
     |Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"""
 _DAY = r"(?:3[01]|[12]\d|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
-_SCALE_WORD = r"(?i:thousand|million|billion|trillion|bn|bln|mn|mln|tn|trn)"
+_SCALE_WORD = r"(?i:thousand|lakh|crore|million|billion|trillion|bn|bln|mn|mln|tn|trn)"
 # "of 2024", "fiscal 2026", "of fiscal year 2026", "FY26", "FY 2026", "'24"
 _YEAR_PART = _expand(
     r"""(?:(?i:of)[ ])?
@@ -505,6 +508,8 @@ _QUANTITY_WORDS = frozenset(
 
 _SCALES = {
     **dict.fromkeys(("thousand", "k"), Decimal("1e3")),
+    "lakh": Decimal("1e5"),
+    "crore": Decimal("1e7"),
     **dict.fromkeys(("million", "mn", "mln", "m", "mm"), Decimal("1e6")),
     **dict.fromkeys(("billion", "bn", "bln", "b"), Decimal("1e9")),
     **dict.fromkeys(("trillion", "tn", "trn", "t"), Decimal("1e12")),
@@ -518,7 +523,8 @@ _CURRENCIES = {
     **dict.fromkeys(("nz$", "nzd"), "NZD"),
     **dict.fromkeys(("€", "eur", "euro"), "EUR"),
     **dict.fromkeys(("£", "gbp", "pound", "pound sterling", "pounds sterling"), "GBP"),
-    **dict.fromkeys(("¥", "jp¥", "jpy", "yen"), "JPY"),
+    "¥": "¥",  # yen or yuan: either agrees with it
+    **dict.fromkeys(("jp¥", "jpy", "yen"), "JPY"),
     **dict.fromkeys(("cn¥", "cny", "rmb", "yuan", "renminbi"), "CNY"),
     **dict.fromkeys(("chf", "franc"), "CHF"),
     **dict.fromkeys(("₹", "inr", "rs", "rs.", "rupee"), "INR"),

@@ -50,7 +50,9 @@ SAME_FIGURE = {
     ("number", "4100000000", ""): ["4,100 million", "4.1 billion", "4.1bn", "4.1B", "4,100mn"],
     ("currency", "3200000000", "EUR"): ["€3.2bn", "EUR 3.2 billion", "3.2 billion euros"],
     ("currency", "5000000", "GBP"): ["£5m", "£5 million", "GBP 5mn", "5 million pounds"],
-    ("currency", "300000000000", "JPY"): ["¥300 billion", "JPY 300bn", "300 billion yen"],
+    ("currency", "300000000000", "JPY"): ["JP¥300 billion", "JPY 300bn", "300 billion yen"],
+    ("currency", "300000000000", "¥"): ["¥300 billion", "¥300bn", "¥300,000 million"],
+    ("currency", "5000000000", "INR"): ["Rs 500 crore", "₹500 crore", "INR 5 billion"],
     ("currency", "2000000000000", "USD"): ["$2 trillion", "$2tn", "$2T", "$2,000 billion"],
     ("currency", "250000", "USD"): ["$250k", "$250 thousand", "$250,000", "$0.25 million"],
     ("currency", "0.73", "USD"): ["$0.73", "$.73", "US$0.73"],
@@ -251,6 +253,9 @@ def test_a_claim_more_precise_than_its_source_is_not_supported():
         ("4,100 million", "revenue of $4.1 billion", "supported"),
         ("$4.1bn", "revenue of $4.2 billion", "figure_not_found"),
         ("$4.1bn", "revenue of €4.1 billion", "figure_not_found"),
+        ("¥300bn", "revenue of CN¥300 billion", "supported"),
+        ("¥300bn", "revenue of JPY 300 billion", "supported"),
+        ("JPY 300bn", "revenue of CNY 300 billion", "figure_not_found"),
         ("$4.1bn", "revenue of $4.1 million", "figure_not_found"),
         ("$4bn", "revenue of $4.4 billion", "supported"),
         ("$400 million", "revenue of $398 million", "figure_not_found"),
@@ -458,9 +463,11 @@ SCALES = {
     "B": 10**9,
     " trillion": 10**12,
     "tn": 10**12,
+    " lakh": 10**5,
+    " crore": 10**7,
 }
 SYMBOLS = {"$": "USD", "US$": "USD", "USD ": "USD", "€": "EUR", "EUR ": "EUR", "£": "GBP"}
-SYMBOLS |= {"¥": "JPY", "C$": "CAD", "CHF ": "CHF"}
+SYMBOLS |= {"¥": "¥", "JPY ": "JPY", "C$": "CAD", "CHF ": "CHF", "Rs ": "INR"}
 amounts = st.decimals(min_value=0, max_value=10**9, places=2, allow_nan=False).map(
     lambda d: d.normalize() if d == d.to_integral() else d
 )
