@@ -1,0 +1,30 @@
+"""Fixtures for the security edge: a signed-in user's session cookie and chat."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from chats.models import Chat
+from tests.chats.conftest import fresh_channel_layer  # noqa: F401  (autouse: a layer per test)
+
+PASSWORD = "pw-analyst-123"
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("analyst", password=PASSWORD)
+
+
+@pytest.fixture
+def chat(user):
+    return Chat.objects.create(owner=user)
+
+
+@pytest.fixture
+def session_cookie(user) -> str:
+    """The Cookie header of a browser signed in as `user`."""
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
