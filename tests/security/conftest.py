@@ -7,7 +7,6 @@ from django.conf import settings
 from django.test import Client
 
 from chats.models import Chat
-from tests.chats.conftest import fresh_channel_layer  # noqa: F401  (autouse: a layer per test)
 
 PASSWORD = "pw-analyst-123"
 

@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 
 from researchsite.origins import origin_allowed
+from tests.chats.conftest import fresh_channel_layer  # noqa: F401  (autouse: a layer per test)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
