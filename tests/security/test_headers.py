@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from http import HTTPStatus
-from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from chats.models import Chat
+from tests.security.conftest import fresh_site_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -72,17 +71,6 @@ def test_the_lock_out_page_carries_it_too(user):
         response = client.post("/login/", {"username": "analyst", "password": "wrong"})
     assert response.status_code == HTTPStatus.TOO_MANY_REQUESTS
     assert policy_of(response)["script-src"] == "'self'"
-
-
-def fresh_site_settings(monkeypatch, **environment):
-    """Evaluate researchsite/settings.py again under `environment` (a copy; Django's stays)."""
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    path = Path(__file__).resolve().parents[2] / "researchsite" / "settings.py"
-    spec = importlib.util.spec_from_file_location("researchsite_settings_copy", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("secure_cookies", ["true", "false"])

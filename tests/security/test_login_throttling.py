@@ -9,7 +9,7 @@ from http import HTTPStatus
 import pytest
 from django.test import AsyncClient, Client
 
-from tests.security.conftest import PASSWORD
+from tests.security.conftest import PASSWORD, fresh_site_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +102,15 @@ async def test_the_lock_out_page_is_served_by_the_async_handler_too(user):
     refused = await client.post("/login/", {"username": "analyst", "password": PASSWORD})
     assert refused.status_code == HTTPStatus.TOO_MANY_REQUESTS
     assert LOCKED in refused.text
+
+
+def test_the_limit_and_the_lock_out_come_from_the_environment(monkeypatch):
+    monkeypatch.delenv("LOGIN_FAILURE_LIMIT", raising=False)
+    monkeypatch.delenv("LOGIN_LOCKOUT_MINUTES", raising=False)
+    defaults = fresh_site_settings(monkeypatch)
+    assert defaults.AXES_FAILURE_LIMIT == 5
+    assert defaults.AXES_COOLOFF_TIME.total_seconds() == 15 * 60
+
+    site = fresh_site_settings(monkeypatch, LOGIN_FAILURE_LIMIT="3", LOGIN_LOCKOUT_MINUTES="2")
+    assert site.AXES_FAILURE_LIMIT == 3
+    assert site.AXES_COOLOFF_TIME.total_seconds() == 2 * 60
