@@ -50,6 +50,7 @@ def production_server(port: int):
         "SECRET_KEY": settings.SECRET_KEY,  # the session made here must verify there
         "ALLOWED_HOSTS": "127.0.0.1",
         "LOG_LEVEL": "WARNING",
+        "WS_MAX_SOCKETS_PER_USER": "20",  # all 20 sockets open: the frame size is what is tested
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "researchsite.serve", "--port", str(port)], cwd=ROOT, env=env
