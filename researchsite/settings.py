@@ -158,6 +158,15 @@ AGENT_PERSISTENCE_MODE = env.str("AGENT_PERSISTENCE_MODE", default="enabled")
 DEMO_AGENT_SECRET = env.str("DEMO_AGENT_SECRET", default="") or SECRET_KEY
 DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast as it can
 
+# --- Providers ------------------------------------------------------------------------------
+# Each is offered when its key (or URL) is set; base URLs and models can be overridden.
+GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="")
+GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="https://generativelanguage.googleapis.com")
+GEMINI_MODEL = env.str("GEMINI_MODEL", default="gemini-2.5-flash")
+LLMSDK_AGENT_URL = env.str("LLMSDK_AGENT_URL", default="")  # streams llm-sdk partials
+LLMSDK_AGENT_TOKEN = env.str("LLMSDK_AGENT_TOKEN", default="")  # sent as a bearer token
+LLMSDK_AGENT_MODEL = env.str("LLMSDK_AGENT_MODEL", default="")  # sent as "model" when set
+
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
