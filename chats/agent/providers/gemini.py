@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_MODEL = "gemini-2.5-flash"
+API_VERSION = "v1beta"  # where Google documents Search grounding (the SDK defaults to v1)
 WEB_SEARCH = "web_search"
 
 # finishReason values that end the answer normally; any other is a stop we tell the user about.
@@ -407,17 +408,22 @@ class GeminiClient:
             pool=10.0,
         )
         adapter = GeminiAdapter()
-        async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport, verify=_ssl_context()
-        ) as http:
+        transport = _FixedTimeouts(
+            self._transport or httpx.AsyncHTTPTransport(verify=_ssl_context()), timeout
+        )
+        async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
             client = genai.Client(
                 api_key=self.config.api_key,
                 http_options=types.HttpOptions(
-                    base_url=self.config.base_url or DEFAULT_BASE_URL, httpx_async_client=http
+                    base_url=self.config.base_url or DEFAULT_BASE_URL,
+                    api_version=API_VERSION,
+                    httpx_async_client=http,
                 ),
             )
             config = types.GenerateContentConfig(
-                tools=[types.Tool(google_search=types.GoogleSearch())]
+                tools=[types.Tool(google_search=types.GoogleSearch())],
+                # No function tools are declared; this also silences the SDK's per-call notice.
+                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
             )
             started = False
             try:
@@ -498,6 +504,22 @@ class GeminiClient:
     def _host(self) -> str:
         base = self.config.base_url or DEFAULT_BASE_URL
         return urlsplit(base).netloc or base
+
+
+class _FixedTimeouts(httpx.AsyncBaseTransport):
+    """Apply our timeouts to every request: the SDK passes `timeout=None` (none at all) per call,
+    which would let a silent stream hang forever instead of ending as stalled."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, timeout: httpx.Timeout) -> None:
+        self._inner = inner
+        self._timeout = timeout.as_dict()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.extensions["timeout"] = self._timeout
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def response_document(response: Any) -> dict[str, Any]:
