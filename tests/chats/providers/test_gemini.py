@@ -437,7 +437,7 @@ async def test_unreachable():
 
 
 async def test_stall_ends_the_answer(gemini):
-    gemini.queue(Reply(body=[*sse(chunk("Part of")), "stall"]))
+    gemini.queue(Reply(body=[*sse(chunk("Part of")), ("sleep", 2)]))
     events = []
     with pytest.raises(AgentError) as failure:
         async for event in client(gemini.url, idle_timeout=0.3).events():
@@ -480,3 +480,16 @@ def test_config_from_settings(settings):
     config = config_from_settings()
     assert (config.name, config.model, config.api_key) == ("gemini", "gemini-x", KEY)
     assert KEY not in repr(config)
+
+
+async def test_error_sent_mid_stream_through_the_sdk(gemini):
+    gemini.queue(
+        stream(chunk("Part"), {"error": {"code": 500, "message": "Internal", "status": "INTERNAL"}})
+    )
+    events = []
+    with pytest.raises(AgentError) as failure:
+        async for event in client(gemini.url).events():
+            events.append(event)
+    assert failure.value.user_message == "Gemini failed (HTTP 500): Internal."
+    assert Transcript.from_events(events).answer == "Part"
+    assert len(gemini.requests) == 1  # text had flowed: not retried

@@ -263,7 +263,7 @@ async def test_unreachable():
 
 
 async def test_stall_and_drop(agent):
-    agent.queue(Reply(body=[*stream(text(0, "Part")).body, "stall"]))
+    agent.queue(Reply(body=[*stream(text(0, "Part")).body, ("sleep", 2)]))
     with pytest.raises(AgentError) as stalled:
         await collect(client(agent.url, idle_timeout=0.3))
     assert stalled.value.kind == "stalled"
