@@ -157,21 +157,16 @@ class GeminiAdapter:
         every chunk received so far (metadata split across chunks).
         """
         events: list[AgentEvent] = []
-        for query in metadata.get("webSearchQueries") or ():
+        for query in _list(metadata.get("webSearchQueries")):
             if isinstance(query, str) and query.strip() and query not in self._queries:
                 self._queries.append(query)
                 events.append(
                     ActionEvent(tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw)
                 )
-        listed = metadata.get("groundingChunks")
-        chunks = (
-            [c if isinstance(c, dict) else {} for c in listed or ()]
-            if isinstance(listed, list)
-            else []
-        )
+        chunks = [c if isinstance(c, dict) else {} for c in _list(metadata.get("groundingChunks"))]
         self._sources.extend(chunks)
         indexable = chunks or list(self._sources)
-        for support in metadata.get("groundingSupports") or ():
+        for support in _list(metadata.get("groundingSupports")):
             if isinstance(support, dict):
                 self._supports.append((support, indexable))
         return events
@@ -321,6 +316,10 @@ def _answer_text(candidate: dict[str, Any]) -> str:
 def _error_event_message(error: dict[str, Any]) -> str:
     detail = redact(str(error.get("message") or error.get("status") or ""))
     return f"Gemini reported an error: {detail}" if detail else "Gemini reported an error."
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _is_count(value: Any) -> bool:

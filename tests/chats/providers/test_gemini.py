@@ -493,3 +493,22 @@ async def test_error_sent_mid_stream_through_the_sdk(gemini):
     assert failure.value.user_message == "Gemini failed (HTTP 500): Internal."
     assert Transcript.from_events(events).answer == "Part"
     assert len(gemini.requests) == 1  # text had flowed: not retried
+
+
+def test_metadata_of_the_wrong_shape_is_ignored():
+    body = "".join(
+        sse(
+            chunk(
+                "Hi.",
+                finishReason="STOP",
+                groundingMetadata={
+                    "webSearchQueries": "not a list",
+                    "groundingChunks": {"web": {}},
+                    "groundingSupports": [None, {"segment": "x", "groundingChunkIndices": "0"}],
+                },
+            )
+        )
+    )
+    transcript = read(body)[0]
+    assert (transcript.answer, transcript.citations, transcript.tool_calls) == ("Hi.", [], [])
+    assert transcript.completed
