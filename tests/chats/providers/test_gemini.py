@@ -512,3 +512,12 @@ def test_metadata_of_the_wrong_shape_is_ignored():
     transcript = read(body)[0]
     assert (transcript.answer, transcript.citations, transcript.tool_calls) == ("Hi.", [], [])
     assert transcript.completed
+
+
+async def test_the_key_is_not_logged_on_an_answered_run(gemini, caplog):
+    caplog.set_level(logging.DEBUG)
+    gemini.queue(error(503, f"overloaded for {KEY}"), stream(chunk("Fine.", finishReason="STOP")))
+    notices = []
+    assert (await collect(client(gemini.url, notices=notices))).completed
+    assert KEY not in caplog.text and KEY not in str(notices)
+    assert gemini.requests[1]["headers"]["x-goog-api-key"] == KEY

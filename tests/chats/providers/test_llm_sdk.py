@@ -290,3 +290,11 @@ def test_config_from_settings(settings):
     config = config_from_settings()
     assert (config.base_url, config.api_key) == ("https://agent.example/run", TOKEN)
     assert TOKEN not in repr(config)
+
+
+async def test_the_token_is_not_logged_on_an_answered_run(agent, caplog):
+    caplog.set_level(logging.DEBUG)
+    agent.queue(error(503, f"down, token {TOKEN}"), stream(text(0, "Fine.")))
+    notices = []
+    assert (await collect(client(agent.url, notices=notices))).completed
+    assert TOKEN not in caplog.text and TOKEN not in str(notices)
