@@ -521,3 +521,12 @@ async def test_the_key_is_not_logged_on_an_answered_run(gemini, caplog):
     assert (await collect(client(gemini.url, notices=notices))).completed
     assert KEY not in caplog.text and KEY not in str(notices)
     assert gemini.requests[1]["headers"]["x-goog-api-key"] == KEY
+
+
+def test_a_stored_run_reads_back_to_the_same_cited_answer():
+    """What the event log stores (`event.data`) renders exactly as the live events did."""
+    _, events, _ = read((FIXTURES / "gemini.sse").read_text(encoding="utf-8"))
+    stored = json.loads(json.dumps([e.data for e in events]))
+    assert markdown(Transcript.from_log(stored)) == (FIXTURES / "gemini.md").read_text(
+        encoding="utf-8"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 from pathlib import Path
 
@@ -298,3 +299,11 @@ async def test_the_token_is_not_logged_on_an_answered_run(agent, caplog):
     notices = []
     assert (await collect(client(agent.url, notices=notices))).completed
     assert TOKEN not in caplog.text and TOKEN not in str(notices)
+
+
+def test_a_stored_run_reads_back_to_the_same_cited_answer():
+    _, events, _ = read((FIXTURES / "llm-sdk.jsonl").read_text(encoding="utf-8"))
+    stored = json.loads(json.dumps([e.data for e in events]))
+    assert markdown(Transcript.from_log(stored)) == (FIXTURES / "llm-sdk.md").read_text(
+        encoding="utf-8"
+    )
