@@ -10,7 +10,9 @@ JSON, to the same adapter that `render_stream --provider gemini` uses, so both r
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -397,8 +399,7 @@ class GeminiClient:
         )
 
     async def _attempt(self) -> AsyncIterator[AgentEvent]:
-        from google import genai
-        from google.genai import errors, types
+        genai, errors, types = await asyncio.to_thread(load_sdk)
 
         timeout = httpx.Timeout(
             connect=self.config.connect_timeout,
@@ -503,6 +504,17 @@ class GeminiClient:
     def _host(self) -> str:
         base = self.config.base_url or DEFAULT_BASE_URL
         return urlsplit(base).netloc or base
+
+
+@functools.cache
+def load_sdk() -> tuple[Any, Any, Any]:
+    """Import google-genai once: 2-3 s of CPU. Runs call it in a thread, which still leaves the
+    loop ~1.5 s behind on first use (the import holds the GIL), so a process serving Gemini
+    should call it at startup."""
+    from google import genai
+    from google.genai import errors, types
+
+    return genai, errors, types
 
 
 class _FixedTimeouts(httpx.AsyncBaseTransport):
