@@ -11,9 +11,7 @@ import json
 import re
 from typing import Any
 
-from tests.upstream import Reply
-
-from .scripted import ScriptedServer
+from .scripted import Reply, ScriptedServer
 
 STREAM_PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):streamGenerateContent$")
 STATUS_NAMES = {

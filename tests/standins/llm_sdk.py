@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.upstream import Reply
-
-from .scripted import ScriptedServer
+from .scripted import Reply, ScriptedServer
 
 
 class LlmSdkStandIn(ScriptedServer):

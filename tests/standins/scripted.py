@@ -1,8 +1,8 @@
 """A scripted HTTP server core for provider stand-ins: replies queued per test, requests recorded.
 
-Each request takes the next `Step` list of a queued `Reply` (tests.upstream's: status, headers,
-body lines, ("sleep", s), "stall", "drop") and is recorded with its path, query, headers and
-JSON body, so tests can assert exactly what the official SDK or our client sent.
+Each request takes the next queued `Reply` (status, headers, body steps) and is recorded with
+its path, query, headers and JSON body, so tests can assert exactly what the official SDK or our
+client sent.
 """
 
 from __future__ import annotations
@@ -10,9 +10,22 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
-from tests.upstream import Drop, Reply
+
+class Drop(Exception):
+    """Raised inside the app to cut the connection mid-body."""
+
+
+@dataclass
+class Reply:
+    """One scripted response: status, headers, and body steps (str or bytes lines,
+    ("sleep", seconds), "stall" to hang, "drop" to cut the connection)."""
+
+    status: int = 200
+    body: list[Any] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class ScriptedServer:

@@ -20,7 +20,7 @@ from citations.render import render_markdown
 from citations.resolve import resolve_citations
 from tests.servers import free_port, serve_asgi
 from tests.standins.gemini import GeminiStandIn, chunk, error, grounded_answer, sse, stream
-from tests.upstream import Reply
+from tests.standins.scripted import Reply
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
 KEY = "AIzaSy-test-key-not-a-secret-0123"
