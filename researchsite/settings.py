@@ -219,6 +219,15 @@ DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast
 # that with several workers a request from one is accepted by another's mount.
 DEMO_AGENT_TOKEN = hmac.new(SECRET_KEY.encode(), b"demo-agent-api-key", hashlib.sha256).hexdigest()
 
+# --- Providers ------------------------------------------------------------------------------
+# Each is offered when its key (or URL) is set; base URLs and models can be overridden.
+GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="")
+GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="https://generativelanguage.googleapis.com")
+GEMINI_MODEL = env.str("GEMINI_MODEL", default="gemini-2.5-flash")
+LLMSDK_AGENT_URL = env.str("LLMSDK_AGENT_URL", default="")  # streams llm-sdk partials
+LLMSDK_AGENT_TOKEN = env.str("LLMSDK_AGENT_TOKEN", default="")  # sent as a bearer token
+LLMSDK_AGENT_MODEL = env.str("LLMSDK_AGENT_MODEL", default="")  # sent as "model" when set
+
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)

@@ -70,7 +70,11 @@ class StreamFormat:
 def stream_formats() -> dict[str, StreamFormat]:
     """Return the wire format of every provider, by the name `--provider` takes."""
     from ..bigdata import BigdataAdapter
+    from .gemini import GeminiAdapter
+    from .llm_sdk import LlmSdkAdapter
 
     return {
         "bigdata": StreamFormat(BigdataAdapter),
+        "gemini": StreamFormat(GeminiAdapter),
+        "llm-sdk": StreamFormat(LlmSdkAdapter, json_lines=True),
     }
