@@ -70,7 +70,12 @@ class StreamFormat:
 def stream_formats() -> dict[str, StreamFormat]:
     """Return the wire format of every provider, by the name `--provider` takes."""
     from ..bigdata import BigdataAdapter
+    from .anthropic import AnthropicAdapter
+    from .responses import ResponsesAdapter
 
     return {
         "bigdata": StreamFormat(BigdataAdapter),
+        "openai": StreamFormat(lambda: ResponsesAdapter("openai")),
+        "xai": StreamFormat(lambda: ResponsesAdapter("xai")),
+        "anthropic": StreamFormat(AnthropicAdapter),
     }
