@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
+import anthropic
+
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, date_from_value, http_url, one_line, url_host
 
@@ -29,6 +31,8 @@ from ..events import (
     ToolErrorEvent,
 )
 from ..sse import StreamMessage
+from . import ProviderConfig
+from .sdk import SdkStream
 
 DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}
@@ -67,6 +71,11 @@ class AnthropicAdapter:
         self._usage: dict[str, Any] = {}
         self._stop_reason = ""
         self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the message stopped or failed: a stream that ends before was cut."""
+        return self._finished
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
         document = message.document
@@ -303,3 +312,65 @@ def _is_int(value: Any) -> bool:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+# --- Client ----------------------------------------------------------------------------------
+
+
+def anthropic_config() -> ProviderConfig:
+    """Anthropic's connection settings (ANTHROPIC_*; timeouts and retries are the agent's)."""
+    from django.conf import settings
+
+    return ProviderConfig(
+        name="anthropic",
+        api_key=settings.ANTHROPIC_API_KEY,
+        base_url=settings.ANTHROPIC_BASE_URL,
+        model=settings.ANTHROPIC_MODEL,
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+class AnthropicClient(SdkStream):
+    """Anthropic's Messages API with its web search tool, through the `anthropic` SDK.
+
+    Anthropic keeps no conversation, so a follow-up or a branch sends the branch's history.
+    """
+
+    provider = "Anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
+    vendor = anthropic
+
+    def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_tokens = max_tokens or 4096
+
+    def _adapter(self) -> AnthropicAdapter:
+        return AnthropicAdapter()
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self.config.api_key,
+            base_url=self.config.base_url or None,
+            timeout=self._timeout(),
+            max_retries=0,  # we retry, only before the first event (see SdkStream)
+        )
+
+    async def _open(self, client: anthropic.AsyncAnthropic) -> Any:
+        messages: list[dict[str, Any]] = [
+            message
+            for turn in self.request.history
+            for message in (
+                {"role": "user", "content": turn.question},
+                {"role": "assistant", "content": turn.answer},
+            )
+        ]
+        messages.append({"role": "user", "content": self.request.message})
+        return await client.messages.create(
+            model=self.config.model,
+            max_tokens=self.max_tokens,
+            messages=messages,
+            tools=[{"type": "web_search_20250305", "name": "web_search"}],
+            stream=True,
+        )

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import openai
+
 from citations.references import Citation, SourceDocument, ToolCall
 from citations.sources import bounded_key, http_url, one_line, url_host
 
@@ -34,6 +36,8 @@ from ..events import (
     GroundingEvent,
 )
 from ..sse import StreamMessage
+from . import ProviderConfig
+from .sdk import SdkStream
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
 MAX_LINK_CHARS = 2048  # past this, a `[` that never closed is plain text: stop holding it back
@@ -130,6 +134,11 @@ class ResponsesAdapter:
         self._waiting: list[tuple[tuple[int, int], dict[str, Any]]] = []
         self._searches_announced: set[str] = set()
         self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the response completed or failed: a stream that ends before was cut."""
+        return self._finished
 
     # StreamAdapter
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
@@ -417,6 +426,8 @@ class ResponsesAdapter:
         return self._tag(events, raw)
 
     def _error_message(self, error: dict[str, Any]) -> str:
+        if isinstance(error.get("error"), dict):  # `{"error": {...}}` rather than flat fields
+            error = error["error"]
         detail = one_line(error.get("message")) or one_line(error.get("code"))
         return (
             f"{self.provider} reported an error: {detail}"[:500]
@@ -461,3 +472,95 @@ def _is_int(value: Any) -> bool:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+# --- Clients ---------------------------------------------------------------------------------
+
+
+def openai_config() -> ProviderConfig:
+    """OpenAI's connection settings (OPENAI_*; timeouts and retries are the agent's)."""
+    return _config("openai", "OPENAI")
+
+
+def xai_config() -> ProviderConfig:
+    """xAI's connection settings (XAI_*; timeouts and retries are the agent's)."""
+    return _config("xai", "XAI")
+
+
+def _config(name: str, prefix: str) -> ProviderConfig:
+    from django.conf import settings
+
+    return ProviderConfig(
+        name=name,
+        api_key=getattr(settings, f"{prefix}_API_KEY"),
+        base_url=getattr(settings, f"{prefix}_BASE_URL"),
+        model=getattr(settings, f"{prefix}_MODEL"),
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+class OpenAIClient(SdkStream):
+    """OpenAI's Responses API with its web search tool, through the `openai` SDK."""
+
+    provider = "OpenAI"
+    key_variable = "OPENAI_API_KEY"
+    vendor = openai
+    flavour = "openai"
+
+    def _adapter(self) -> ResponsesAdapter:
+        return ResponsesAdapter(self.flavour)
+
+    def _client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self.config.api_key,
+            base_url=self.config.base_url or None,
+            timeout=self._timeout(),
+            max_retries=0,  # we retry, only before the first event (see SdkStream)
+        )
+
+    def _tools(self) -> list[dict[str, Any]]:
+        size = "low" if self.request.research_effort == "lite" else "medium"
+        return [{"type": "web_search", "search_context_size": size}]
+
+    async def _open(self, client: openai.AsyncOpenAI) -> Any:
+        request = self.request
+        options: dict[str, Any] = {}
+        if request.previous_response_id:
+            # The provider keeps the conversation: send only the new question.
+            options["previous_response_id"] = request.previous_response_id
+            items: list[dict[str, Any]] = []
+        else:
+            items = [
+                item
+                for turn in request.history
+                for item in (
+                    {"role": "user", "content": turn.question},
+                    {"role": "assistant", "content": turn.answer},
+                )
+            ]
+        items.append({"role": "user", "content": request.message})
+        return await client.responses.create(
+            model=self.config.model,
+            input=items,
+            tools=self._tools(),
+            stream=True,
+            **options,
+        )
+
+
+class XaiClient(OpenAIClient):
+    """xAI's Responses API with web and X search, through the `openai` SDK at XAI_BASE_URL.
+
+    Not xai-sdk: that speaks gRPC, whose body is neither the SSE our adapter and
+    `render_stream` read nor something an HTTP stand-in can serve; xAI's OpenAI-compatible
+    Responses endpoint is the wire its captures show.
+    """
+
+    provider = "xAI"
+    key_variable = "XAI_API_KEY"
+    flavour = "xai"
+
+    def _tools(self) -> list[dict[str, Any]]:
+        return [{"type": "web_search"}, {"type": "x_search"}]
