@@ -114,7 +114,7 @@ class SdkStream:
                     return
                 except self.vendor.APIStatusError as error:
                     body = error.body
-                    if _is_stream_error(body):
+                    if error.status_code < 400 and _is_stream_error(body):
                         # The SDK raises an `error` event in the stream; the adapter reads it.
                         for event in self._feed(adapter, _stream_error(body)):
                             yield event

@@ -418,7 +418,7 @@ async def test_unreachable():
 
 
 async def test_a_stall_ends_the_run(standin):
-    standin.queue(stream(*answer_events(["Hel"], complete=False), "stall"))
+    standin.queue(stream(*answer_events(["Hel"], complete=False), ("sleep", 1.5)))
     with pytest.raises(AgentError) as raised:
         await run(client(XaiClient, standin.url, idle_timeout=0.5))
     assert raised.value.kind == "stalled"
