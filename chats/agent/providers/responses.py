@@ -281,34 +281,42 @@ class ResponsesAdapter:
         self._waiting.append((key, annotation))
         return self._annotate_waiting()
 
-    def _annotate_waiting(self) -> list[AgentEvent]:
-        """Cite every waiting annotation whose text has been decided."""
+    def _annotate_waiting(self, *, final: bool = False) -> list[AgentEvent]:
+        """Cite every waiting annotation whose text has been decided (all of them at the end)."""
         citations, still_waiting = [], []
         for key, annotation in self._waiting:
             part = self._parts.get(key)
             end = annotation.get("end_index")
-            if part is None or not isinstance(end, int) or end > part.done:
+            decided = part is not None and _is_int(end) and end <= part.done
+            if not (decided or final):
                 still_waiting.append((key, annotation))
                 continue
             citations.append(self._citation(part, annotation))
         self._waiting = still_waiting
         return [GroundingEvent(citations=tuple(citations))] if citations else []
 
-    def _citation(self, part: _Part, annotation: dict[str, Any]) -> Citation:
+    def _citation(self, part: _Part | None, annotation: dict[str, Any]) -> Citation:
         start, end = annotation.get("start_index"), annotation.get("end_index")
         source = self._source(annotation.get("url"), annotation.get("title"))
         if not (_is_int(start) and _is_int(end)):
             return Citation(start=None, end=None, source=source, data=annotation)
-        link = next((k for k in part.links if k.raw_start < end and start < k.raw_end), None)
-        if link is not None:  # it spans an inline link: the marker goes where the link stood
-            link.cited = True
-            return Citation(
-                start=link.claim_start, end=link.answer_at, source=source, data=annotation
-            )
-        return Citation(  # any other span is the claim itself
-            start=part.answer_offset(start, self._answer_length),
-            end=part.answer_offset(end, self._answer_length),
+        if part is not None:
+            link = next((k for k in part.links if k.raw_start < end and start < k.raw_end), None)
+            if link is not None:  # it spans an inline link: the marker goes where it stood
+                link.cited = True
+                return Citation(
+                    start=link.claim_start, end=link.answer_at, source=source, data=annotation
+                )
+            # Any other span is the claim itself.
+            answer_start = part.answer_offset(start, self._answer_length)
+            answer_end = part.answer_offset(end, self._answer_length)
+            if answer_start is not None and answer_end is not None:
+                return Citation(start=answer_start, end=answer_end, source=source, data=annotation)
+        return Citation(
+            start=start,
+            end=end,
             source=source,
+            problem=f"span {start}-{end} is outside its output text",
             data=annotation,
         )
 
@@ -401,6 +409,7 @@ class ResponsesAdapter:
                     for annotation in _dict(content).get("annotations") or ():
                         if isinstance(annotation, dict):
                             events.extend(self._annotate((output_index, content_index), annotation))
+        events.extend(self._annotate_waiting(final=True))
         if uncited := self._uncited_links():
             events.append(GroundingEvent(citations=tuple(uncited)))
         consulted = response.get("citations")  # xAI: every URL the agent looked at (seed 004)

@@ -466,3 +466,20 @@ async def test_sdk_event_objects_dump_back_to_the_wire_json(standin, cls, provid
     finally:
         await sdk.close()
     assert dumped == wire
+
+
+def test_an_annotation_beyond_the_text_is_reported_not_lost():
+    annotation = {
+        "type": "url_citation",
+        "url": "https://a.example/",
+        "start_index": 2,
+        "end_index": 99,
+    }
+    transcript, result = cited(
+        feed_all(ResponsesAdapter("openai"), answer_events(["Short."], [annotation]))
+    )
+    assert transcript.completed
+    assert [r.problem for r in result.invalid_references] == [
+        "span 2-99 is outside its output text"
+    ]
+    assert render_markdown(result) == "Short."
