@@ -344,7 +344,11 @@ class AnthropicClient(SdkStream):
 
     def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.max_tokens = max_tokens or 4096
+        if max_tokens is None:
+            from django.conf import settings
+
+            max_tokens = getattr(settings, "ANTHROPIC_MAX_TOKENS", 4096)
+        self.max_tokens = max_tokens
 
     def _adapter(self) -> AnthropicAdapter:
         return AnthropicAdapter()
