@@ -189,4 +189,6 @@ ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropi
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
 ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API requires one
 # The SDKs log request options at DEBUG; keep them quiet like httpx.
-LOGGING["loggers"].update({"openai": {"level": "WARNING"}, "anthropic": {"level": "WARNING"}})
+LOGGING["loggers"].update(
+    {name: {"level": "WARNING"} for name in ("openai", "anthropic", "httpx2", "httpcore2")}
+)

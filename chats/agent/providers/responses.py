@@ -61,12 +61,13 @@ class _LinkShape:
         for token in reversed([*before, *url, *after]):
             prefix = f"(?:{token}{prefix})?"
         self.prefix = re.compile(prefix + r"\Z")
-        self.starts = starts  # the characters a link (with what it removes) can begin with
+        # The characters a link (with what it removes) can begin with.
+        self.starts = re.compile(f"[{re.escape(starts)}]")
 
     def candidate(self, text: str, start: int) -> int:
         """Return the first index at or after `start` where a link may begin, or -1."""
-        found = [i for i in (text.find(c, start) for c in self.starts) if i != -1]
-        return min(found) if found else -1
+        found = self.starts.search(text, start)
+        return found.start() if found else -1
 
 
 # xAI: `[[N]](url)` (seed 004). OpenAI web search: ` ([host](url))`; the space and the
@@ -98,8 +99,8 @@ class _Link:
 class _Part:
     """One output_text content part: its raw text and how it maps onto the answer."""
 
-    raw: str = ""
-    done: int = 0  # raw text before this index is decided (kept or removed)
+    pending: str = ""  # the text not decided yet: what may still become a link
+    done: int = 0  # the raw offset where `pending` starts; everything before is decided
     kept: list[tuple[int, int, int]] = field(default_factory=list)  # raw start, end, answer start
     links: list[_Link] = field(default_factory=list)
 
@@ -157,7 +158,7 @@ class ResponsesAdapter:
                 if not isinstance(delta, str):
                     return None
                 part = self._part(document)
-                part.raw += delta
+                part.pending += delta
                 return self._tag(self._advance(part, final=False), raw)
             case "response.output_text.done":
                 return self._tag(self._advance(self._part(document), final=True), raw)
@@ -203,36 +204,41 @@ class ResponsesAdapter:
 
     def _advance(self, part: _Part, *, final: bool) -> list[AgentEvent]:
         """Decide as much of the part's text as can be decided; emit the kept text."""
-        text, index, pieces = part.raw, part.done, []
+        text, base, index, pieces = part.pending, part.done, 0, []
         while index < len(text):
             start = self._shape.candidate(text, index)
             if start == -1:
-                pieces.append(self._keep(part, index, len(text)))
+                pieces.append(self._keep(part, text, base, index, len(text)))
                 index = len(text)
                 break
             match = self._shape.full.match(text, start)
             if match:
                 if start > index:
-                    pieces.append(self._keep(part, index, start))
-                self._remove(part, start, match.end(), match["url"])
+                    pieces.append(self._keep(part, text, base, index, start))
+                self._remove(part, base + start, base + match.end(), match["url"])
                 index = match.end()
                 continue
-            tail = text[start:]
-            if not final and len(tail) <= MAX_LINK_CHARS and self._shape.prefix.match(tail):
+            if (
+                not final
+                and len(text) - start <= MAX_LINK_CHARS
+                and self._shape.prefix.match(text, start)
+            ):
                 if start > index:
-                    pieces.append(self._keep(part, index, start))
+                    pieces.append(self._keep(part, text, base, index, start))
                 index = start
                 break  # hold back: it may still become a link
-            pieces.append(self._keep(part, index, start + 1))
+            pieces.append(self._keep(part, text, base, index, start + 1))
             index = start + 1
-        part.done = index
+        part.pending, part.done = text[index:], base + index
         content = "".join(pieces)
         events: list[AgentEvent] = [AnswerEvent(content=content)] if content else []
         events.extend(self._annotate_waiting())
         return events
 
-    def _keep(self, part: _Part, start: int, end: int) -> str:
-        piece = part.raw[start:end]
+    def _keep(self, part: _Part, text: str, base: int, start: int, end: int) -> str:
+        """Emit `text[start:end]` (raw offsets `base + start`...) as answer text."""
+        piece = text[start:end]
+        start, end = base + start, base + end
         if part.kept and part.kept[-1][1] == start:  # extend the previous run
             raw_start, _, answer_start = part.kept[-1]
             part.kept[-1] = (raw_start, end, answer_start)
@@ -435,14 +441,19 @@ class ResponsesAdapter:
         return self._tag(events, raw)
 
     def _error_message(self, error: dict[str, Any]) -> str:
-        if isinstance(error.get("error"), dict):  # `{"error": {...}}` rather than flat fields
-            error = error["error"]
-        detail = one_line(error.get("message")) or one_line(error.get("code"))
-        return (
-            f"{self.provider} reported an error: {detail}"[:500]
-            if detail
-            else (f"{self.provider} reported an error.")
+        """Read OpenAI's flat `{code, message}`, a nested `{"error": {...}}`, or xAI's
+        `{"error": "..."}`."""
+        nested = error.get("error")
+        if isinstance(nested, dict):
+            error = nested
+        detail = (
+            one_line(error.get("message"))
+            or one_line(nested if isinstance(nested, str) else None)
+            or one_line(error.get("code"))
         )
+        if not detail:
+            return f"{self.provider} reported an error."
+        return f"{self.provider} reported an error: {detail}"[:500]
 
     @staticmethod
     def _tag(events: list[AgentEvent], raw: str) -> list[AgentEvent]:

@@ -483,3 +483,16 @@ def test_an_annotation_beyond_the_text_is_reported_not_lost():
         "span 2-99 is outside its output text"
     ]
     assert render_markdown(result) == "Short."
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"type": "error", "error": "Model overloaded"},
+        {"type": "error", "error": {"message": "Model overloaded", "code": "overloaded"}},
+        {"type": "error", "code": "overloaded", "message": "Model overloaded"},
+    ],
+)
+def test_every_error_shape_keeps_its_message(document):
+    events = ResponsesAdapter("xai").feed(StreamMessage(event="error", document=document, text=""))
+    assert events[-1].error == "xAI reported an error: Model overloaded"
