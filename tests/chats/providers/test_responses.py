@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chats.agent.client import AgentError
 from chats.agent.events import ActionEvent, AnswerEvent, AuditEvent, CompleteEvent, ErrorEvent
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
-from chats.agent.providers.responses import OpenAIClient, ResponsesAdapter, XaiClient
+from chats.agent.providers.responses import (
+    LINK_SHAPES,
+    OpenAIClient,
+    ResponsesAdapter,
+    XaiClient,
+)
 from chats.agent.providers.sdk import wire_document
 from chats.agent.sse import StreamMessage
 from chats.agent.transcript import Transcript
@@ -496,3 +503,25 @@ def test_an_annotation_beyond_the_text_is_reported_not_lost():
 def test_every_error_shape_keeps_its_message(document):
     events = ResponsesAdapter("xai").feed(StreamMessage(event="error", document=document, text=""))
     assert events[-1].error == "xAI reported an error: Model overloaded"
+
+
+PIECES = {
+    "xai": ["[", "[[", "]]", "]", "(", ")", "[[1]]", "(https://x.ai/a)", "[[2]](https://x.ai/b)"],
+    "openai": [" (", "([", "](", "))", "[a.b]", " ([a.b](https://a.b/c))", "(https://a.b/c)"],
+}
+
+
+@pytest.mark.parametrize("flavour", ["xai", "openai"])
+@given(data=st.data())
+@settings(max_examples=150, deadline=None)
+def test_the_answer_does_not_depend_on_how_the_text_was_split(flavour, data):
+    """Property: the streamed answer is the text with every link removed, however it is cut."""
+    words = st.sampled_from([*PIECES[flavour], "a", " ", "🙂", "é", "\n", "http", "://"])
+    text = "".join(data.draw(st.lists(words, max_size=25)))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    events = feed_all(ResponsesAdapter(flavour), answer_events([d for d in deltas if d]))
+    transcript = Transcript.from_events(events)
+    assert transcript.answer == LINK_SHAPES[flavour].full.sub("", text)
+    # Every removed link is a citation whose marker stands where the link stood.
+    assert len(transcript.citations) == len(LINK_SHAPES[flavour].full.findall(text))
