@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.standins.responses import ScriptedEndpoint
-from tests.upstream import Reply
+from tests.standins.responses import Reply, ScriptedEndpoint
 
 
 def messages_standin() -> ScriptedEndpoint:

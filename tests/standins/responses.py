@@ -7,29 +7,92 @@ provider's error JSON on a refused request. Requests (path, JSON, headers) are r
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from tests.upstream import Reply, ScriptedUpstream
+
+class Drop(Exception):
+    """Raised inside the app to cut the connection mid-body."""
 
 
-class ScriptedEndpoint(ScriptedUpstream):
-    """`ScriptedUpstream` answering one path only, as the real API does (404 elsewhere)."""
+@dataclass
+class Reply:
+    """One scripted response: status, headers, and body steps (text, ("sleep", s), "drop")."""
+
+    status: int = 200
+    body: list[Any] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def capture(cls, path: Path) -> Reply:
+        return cls(body=path.read_text().splitlines(keepends=True))
+
+
+class ScriptedEndpoint:
+    """A real ASGI app answering `POST path` with the next queued Reply (404 elsewhere, as the
+    real APIs do), recording each request's path, JSON and headers."""
 
     def __init__(self, path: str) -> None:
-        super().__init__()
         self.path = path
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []  # {"json": ..., "headers": {...}}
         self.paths: list[str] = []
 
+    def queue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    @property
+    def payloads(self) -> list[Any]:
+        return [r["json"] for r in self.requests]
+
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http":
-            self.paths.append(f"{scope['method']} {scope['path']}")
-            if scope["method"] != "POST" or scope["path"] != self.path:
-                body = json.dumps({"error": {"message": "Not found", "type": "not_found"}})
-                await send({"type": "http.response.start", "status": 404, "headers": []})
-                await send({"type": "http.response.body", "body": body.encode()})
-                return
-        await super().__call__(scope, receive, send)
+        if scope["type"] != "http":
+            return
+        self.paths.append(f"{scope['method']} {scope['path']}")
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] != "POST" or scope["path"] != self.path:
+            not_found = json.dumps({"error": {"message": "Not found", "type": "not_found"}})
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": not_found.encode()})
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        self.requests.append({"json": parsed, "headers": headers})
+        reply = self.replies.popleft() if self.replies else _no_reply()
+        content_type = b"text/event-stream" if reply.status < 400 else b"application/json"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": reply.status,
+                "headers": [(b"content-type", content_type)]
+                + [(k.encode(), v.encode()) for k, v in reply.headers.items()],
+            }
+        )
+        for step in reply.body:
+            if step == "drop":
+                raise Drop("scripted drop")
+            if isinstance(step, tuple) and step[0] == "sleep":
+                await asyncio.sleep(step[1])
+            else:
+                await send({"type": "http.response.body", "body": step.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _no_reply() -> Reply:
+    body = {"error": {"message": "no scripted reply", "type": "server_error"}}
+    return Reply(status=500, body=[json.dumps(body)])
 
 
 def responses_standin() -> ScriptedEndpoint:

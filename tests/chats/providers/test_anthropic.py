@@ -35,7 +35,7 @@ from tests.standins.anthropic import (
     sse,
     text_block,
 )
-from tests.upstream import Reply
+from tests.standins.responses import Reply
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
 KEY = "sk-ant-test-secret-9999"

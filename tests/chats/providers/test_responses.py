@@ -27,6 +27,7 @@ from citations.render import render_markdown
 from citations.resolve import resolve_citations
 from tests.servers import free_port, serve_asgi
 from tests.standins.responses import (
+    Reply,
     answer_events,
     openai_error,
     responses_standin,
@@ -34,7 +35,6 @@ from tests.standins.responses import (
     stream,
     xai_error,
 )
-from tests.upstream import Reply
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
 KEY = "sk-test-secret-4242"
