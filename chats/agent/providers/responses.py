@@ -50,8 +50,8 @@ class _LinkShape:
     """One provider's inline citation link: its pattern, and a test for a tail that could
     still become one (so the adapter holds back no more than that tail).
 
-    `tokens` are the pattern's atomic pieces in order; the prefix pattern nests them so that
-    it accepts any text the pieces could still complete.
+    `before` and `after` are the pattern's atomic pieces around the URL, in order; the prefix
+    pattern nests every piece so that it accepts any text the pieces could still complete.
     """
 
     def __init__(self, before: list[str], after: list[str], starts: str) -> None:
@@ -75,7 +75,7 @@ class _LinkShape:
 LINK_SHAPES = {
     "xai": _LinkShape([r"\[", r"\[", r"\d{1,4}", r"\]", r"\]", r"\("], [r"\)"], "["),
     "openai": _LinkShape(
-        [r"[ \t]*", r"\(", r"\[", r"[^\[\]\n]{1,300}", r"\]", r"\("], [r"\)", r"\)"], " \t("
+        [r"[ \t]*", r"\(", r"\[", r"[^\[\]()\n]{1,300}", r"\]", r"\("], [r"\)", r"\)"], " \t("
     ),
 }
 

@@ -525,3 +525,20 @@ def test_the_answer_does_not_depend_on_how_the_text_was_split(flavour, data):
     assert transcript.answer == LINK_SHAPES[flavour].full.sub("", text)
     # Every removed link is a citation whose marker stands where the link stood.
     assert len(transcript.citations) == len(LINK_SHAPES[flavour].full.findall(text))
+
+
+@pytest.mark.parametrize(
+    ("flavour", "text", "held"),
+    [
+        ("openai", "Prices ([see note) rose and kept rising", ""),
+        ("openai", "Prices rose ([reuters.com](https://reu", " ([reuters.com](https://reu"),
+        ("openai", "Prices rose ", " "),
+        ("xai", "Prices rose [[2] and more", ""),
+        ("xai", "Prices rose.[[2]](https://x.c", "[[2]](https://x.c"),
+    ],
+)
+def test_only_a_possible_link_is_held_back(flavour, text, held):
+    events = feed_all(ResponsesAdapter(flavour), answer_events([text])[:3], close=False)
+    emitted = "".join(e.content for e in events if isinstance(e, AnswerEvent))
+    assert emitted + held == text
+    assert emitted == text.removesuffix(held)
