@@ -257,3 +257,21 @@ LOGGING = {
         "axes": {"level": "WARNING"},  # failed sign-ins and lock-outs, not its start-up chatter
     },
 }
+
+# --- Providers: OpenAI, xAI, Anthropic -------------------------------------------------------
+# A provider is offered when its key is set; the base URLs point the official SDKs elsewhere
+# (a proxy, or a stand-in in tests). Timeouts and retries are the agent's (AGENT_*).
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1")
+OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4.1")
+XAI_API_KEY = env.str("XAI_API_KEY", default="")
+XAI_BASE_URL = env.str("XAI_BASE_URL", default="https://api.x.ai/v1")
+XAI_MODEL = env.str("XAI_MODEL", default="grok-4")
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API requires one
+# The SDKs log request options at DEBUG; keep them quiet like httpx.
+LOGGING["loggers"].update(
+    {name: {"level": "WARNING"} for name in ("openai", "anthropic", "httpx2", "httpcore2")}
+)
