@@ -158,6 +158,12 @@ AGENT_PERSISTENCE_MODE = env.str("AGENT_PERSISTENCE_MODE", default="enabled")
 DEMO_AGENT_SECRET = env.str("DEMO_AGENT_SECRET", default="") or SECRET_KEY
 DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast as it can
 
+# --- Agent limits ---------------------------------------------------------------------------
+# Each ends a run interrupted with a message naming the limit; what arrived before is kept.
+AGENT_MAX_ANSWER_CHARS = env.int("AGENT_MAX_ANSWER_CHARS", default=200_000)  # cut there
+AGENT_MAX_EVENTS = env.int("AGENT_MAX_EVENTS", default=20_000)  # per turn
+AGENT_MAX_TURN_SECONDS = env.float("AGENT_MAX_TURN_SECONDS", default=1800.0)  # 30 minutes
+
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
