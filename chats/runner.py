@@ -66,10 +66,11 @@ class TurnLimitReached(Exception):
 
 
 def _duration_text(seconds: float) -> str:
-    if seconds >= 60 and seconds % 60 == 0:
-        minutes = int(seconds // 60)
-        return f"{minutes} minute{'s' if minutes != 1 else ''}"
-    return f"{seconds:g} seconds"
+    """Return "30 minutes", "1 minute", "90 seconds", "1 second"."""
+    value, unit = (
+        (seconds / 60, "minute") if seconds >= 60 and seconds % 60 == 0 else (seconds, "second")
+    )
+    return f"{value:g} {unit}{'' if value == 1 else 's'}"
 
 
 class TurnRun:
@@ -145,7 +146,7 @@ class TurnRun:
         ends_at = loop.time() + max_seconds
         seq = 0
         try:
-            async with asyncio.timeout(min(loop.time() + idle, ends_at)) as deadline:
+            async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as deadline:
                 async with aclosing(stream.events()) as events:
                     async for event in events:
                         deadline.reschedule(min(loop.time() + idle, ends_at))
