@@ -85,6 +85,8 @@ class TurnRun:
         self.sanitized_events = 0
         self.answer_chars = 0
         self.task: asyncio.Task | None = None
+        self._deadline: asyncio.Timeout | None = None
+        self._ends_at = 0.0
 
     async def run(self) -> None:
         stream = AgentStream(self.request, agent_settings(), on_retry=self._notice_retry)
@@ -143,13 +145,18 @@ class TurnRun:
         loop = asyncio.get_running_loop()
         idle = settings.AGENT_IDLE_TIMEOUT
         max_seconds = settings.AGENT_MAX_TURN_SECONDS
-        ends_at = loop.time() + max_seconds
+        ends_at = self._ends_at = loop.time() + max_seconds
+        # Moving the deadline costs a timer; move it only when it has fallen behind noticeably.
+        slack = min(1.0, idle / 10)
         seq = 0
         try:
             async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as deadline:
+                self._deadline = deadline
                 async with aclosing(stream.events()) as events:
                     async for event in events:
-                        deadline.reschedule(min(loop.time() + idle, ends_at))
+                        idle_until = min(loop.time() + idle, ends_at)
+                        if idle_until - (deadline.when() or 0.0) >= slack:
+                            deadline.reschedule(idle_until)
                         seq += 1
                         if seq > settings.AGENT_MAX_EVENTS:
                             raise TurnLimitReached(
@@ -168,7 +175,7 @@ class TurnRun:
                                 " off there."
                             )
         except TimeoutError as error:
-            if loop.time() >= ends_at:
+            if loop.time() >= ends_at - slack:
                 raise TurnLimitReached(
                     f"The answer took longer than {_duration_text(max_seconds)} and was stopped."
                 ) from error
@@ -241,11 +248,20 @@ class TurnRun:
             )
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)
-            turn = await _fail_unfinishable(self.turn_id, finish_error)
+            turn = await _fail_unfinishable(
+                self.turn_id,
+                failure
+                or f"This answer could not be saved ({type(finish_error).__name__})."
+                " Retry to ask again.",
+            )
         if turn is not None:
             await _publish_finished_safely(turn)
 
     async def _notice_retry(self, message: str, delay: float) -> None:
+        if self._deadline is not None:  # waiting out a retry is not the agent falling silent
+            loop = asyncio.get_running_loop()
+            idle_until = loop.time() + delay + settings.AGENT_IDLE_TIMEOUT
+            self._deadline.reschedule(min(idle_until, self._ends_at))
         await get_channel_layer().group_send(
             chat_group(self.chat_id),
             {
@@ -363,13 +379,10 @@ async def sweep_orphans() -> None:
         await _publish_finished_safely(turn)
 
 
-async def _fail_unfinishable(turn_id: int, error: Exception) -> Turn | None:
+async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:
     """Mark a turn whose answer could not be stored failed, with the fewest fields possible."""
     try:
-        return await database_sync_to_async(turn_fail_unsaved)(
-            turn_id=turn_id,
-            error=(f"This answer could not be saved ({type(error).__name__}). Retry to ask again."),
-        )
+        return await database_sync_to_async(turn_fail_unsaved)(turn_id=turn_id, error=error)
     except Exception:  # the database itself is away: the orphan sweep finishes it later
         logger.exception("Marking turn %s failed did not work either", turn_id)
         return None

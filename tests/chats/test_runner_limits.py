@@ -119,6 +119,18 @@ async def test_keep_alives_without_events_end_as_stalled(connect, user, chat, up
     assert took < 3
 
 
+async def test_waiting_out_a_retry_is_not_a_stall(connect, user, chat, upstream, settings):
+    settings.AGENT_IDLE_TIMEOUT = 0.5
+    settings.AGENT_MAX_RETRIES = 1
+    upstream.queue(
+        Reply.error(503, "busy", **{"Retry-After": "1"}),
+        Reply.events(*answer_stream("After the retry.")),
+    )
+    _, turn, took = await run_turn(connect, user, chat)
+    assert (turn.status, turn.answer_text) == (Turn.Status.COMPLETE, "After the retry.")
+    assert took >= 1
+
+
 async def test_malformed_lines_are_logged_once_per_turn_as_a_count(
     connect, user, chat, upstream, caplog
 ):
