@@ -17,6 +17,7 @@ from chats.models import Chat, Turn, TurnEvent
 from chats.storable import REPLACEMENT
 from tests.chats.conftest import events_of, sse
 from tests.chats.refusals import refusals_fixture
+from tests.servers import serve_asgi
 from tests.upstream import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -239,3 +240,27 @@ def test_the_raw_json_of_the_poisons_is_what_the_issue_describes():
     assert nan != nan
     assert json.loads(POISONS["1e999"][0])["score"] == float("inf")
     assert "\x00" in json.loads(POISONS["nul"][0])["content"]
+
+
+async def test_the_demo_agent_answers_five_follow_ups_in_one_chat(connect, user, chat, settings):
+    """Issue 9: the third follow-up overflowed the 500-character checkpoint column."""
+    from demo_agent import DemoAgentApp
+
+    questions = [
+        "Tell me about Apple's latest quarter, its services revenue and its margins.",
+        "How does that compare with Microsoft over the same period?",
+        "And what did NVIDIA report for its data-centre business?",
+        "Which of the three grew fastest, and why?",
+        "Summarise the risks each company named in its filings.",
+    ]
+    with serve_asgi(DemoAgentApp("test-demo-agent-secret", pace=0)) as url:
+        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
+        settings.EVENT_FLUSH_INTERVAL = 0.01
+        client = await connect(user, chat)
+        for question in questions:
+            turn_id = await ask(client, question)
+            frames = await client.receive_until("turn.finished", turn_id=turn_id, timeout=30)
+            assert frames[-1]["status"] == "complete", (await get_turn(turn_id)).error
+    turns = [t async for t in Turn.objects.filter(chat=chat).order_by("pk")]
+    assert [t.status for t in turns] == [Turn.Status.COMPLETE] * 5
+    assert [t.from_checkpoint_id for t in turns[1:]] == [t.checkpoint_id for t in turns[:-1]]
