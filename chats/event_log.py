@@ -12,6 +12,7 @@ others (issue 9): the turn the database refuses is failed and its run told to st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,7 +63,10 @@ class EventLog:
         self._wakeup = asyncio.Event()
         self._flusher: asyncio.Task | None = None
         self._failing_since: dict[int, float] = {}  # turn id -> loop time of its first failure
-        self._kept_back = False  # the last flush kept events back for a retry
+        # Events kept back by a transient error, retried from _retry_at on; later events of the
+        # same turns wait behind them so that each turn's seqs are written and relayed in order.
+        self._held: list[PendingEvent] = []
+        self._retry_at = 0.0
         self._failures: dict[int, str] = {}  # turn id -> why its events could not be stored
         self._on_failure: dict[int, WriteFailed] = {}
 
@@ -92,18 +96,28 @@ class EventLog:
         """Write and publish everything appended so far (a run calls this before it finishes).
 
         Never raises for a failed write: a turn whose events the database refuses is failed,
-        and events kept back by a transient error stay pending for the flusher to retry.
+        and events kept back by a transient error are held for the flusher to retry.
         """
         async with self._lock:
-            retry: list[PendingEvent] = []
+            loop = asyncio.get_running_loop()
+            if self._held and loop.time() >= self._retry_at:
+                self._pending[:0], self._held = self._held, []
             while self._pending:
                 batch, self._pending = self._pending, []
+                if self._held:
+                    waiting = {p.turn_id for p in self._held}
+                    self._held += [p for p in batch if p.turn_id in waiting]
+                    batch = [p for p in batch if p.turn_id not in waiting]
+                    if not batch:
+                        continue
                 try:
                     await _write(batch)
                     written = batch
                 except Exception:
                     written, kept = await self._write_turn_by_turn(batch)
-                    retry.extend(kept)
+                    if kept:
+                        self._held += kept
+                        self._retry_at = loop.time() + RETRY_DELAY
                 for turn_id in {p.turn_id for p in written}:
                     self._failing_since.pop(turn_id, None)
                 if written:
@@ -111,9 +125,6 @@ class EventLog:
                         await _publish(written)
                     except Exception:  # stored all the same: pages catch up from the log
                         logger.exception("Relaying %d stored events failed", len(written))
-            retry = [p for p in retry if p.turn_id not in self._failures]
-            self._kept_back = bool(retry)
-            self._pending[:0] = retry
 
     async def _write_turn_by_turn(
         self, batch: list[PendingEvent]
@@ -157,6 +168,7 @@ class EventLog:
         self._failures[turn_id] = message
         self._failing_since.pop(turn_id, None)
         self._pending = [p for p in self._pending if p.turn_id != turn_id]
+        self._held = [p for p in self._held if p.turn_id != turn_id]
         on_failure = self._on_failure.get(turn_id)
         if on_failure is not None:
             try:
@@ -165,8 +177,13 @@ class EventLog:
                 logger.exception("Telling the run of turn %s to stop failed", turn_id)
 
     async def _flush_forever(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            await self._wakeup.wait()
+            if self._held:  # wake for new events, or to retry the held ones when it is time
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), self._retry_at - loop.time())
+            else:
+                await self._wakeup.wait()
             self._wakeup.clear()
             # Let the batch fill for one interval: this is the frame-coalescing window.
             await asyncio.sleep(self.interval)
@@ -174,9 +191,6 @@ class EventLog:
                 await self.flush()
             except Exception:  # flush handles write errors; this is a bug, not a bad event
                 logger.exception("Flushing the event log failed")
-            if self._kept_back:  # a transient error: give the database a moment
-                await asyncio.sleep(RETRY_DELAY)
-                self._wakeup.set()
 
 
 @database_sync_to_async

@@ -13,15 +13,19 @@ from django.db import connection
 
 
 @contextmanager
-def refusing(table: str, column: str, marker: str, when: str = "INSERT") -> Iterator[None]:
+def refusing(
+    table: str, column: str, marker: str, when: str = "INSERT", *, transient: bool = False
+) -> Iterator[None]:
+    """Refuse while inside; `transient` (PostgreSQL) refuses as a serialization failure."""
     name = f"refuse_{table}_{when.lower()}"
+    errcode = " USING ERRCODE = '40001'" if transient else ""
     postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
         if postgres:
             cursor.execute(
                 f"CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN"
                 f" IF NEW.{column}::text LIKE '%{marker}%' THEN"
-                " RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$"
+                f" RAISE EXCEPTION 'refused by the test'{errcode}; END IF; RETURN NEW; END $$"
                 " LANGUAGE plpgsql"
             )
             cursor.execute(

@@ -13,6 +13,7 @@ from django.db import connection
 from chats.agent.events import AgentEvent, event_from_message
 from chats.event_log import EventLog, chat_group
 from chats.models import Chat, Turn, TurnEvent
+from tests.chats.refusals import refusing
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -135,3 +136,57 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
     frames = await frames_on(healthy_page, timeout=0.5)
     assert [e["content"] for f in frames for e in f["events"]] == ["1", "2", "3", "4", "5"]
     assert log.failure(poisoned.pk) is not None
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a trigger raises a transient error on PostgreSQL"
+)
+async def test_a_transient_refusal_is_retried_in_order_and_fails_nothing(user, other_user):
+    waiting, other = await make_turn(user), await make_turn(other_user)
+    waiting_page = await listen(waiting.chat_id)
+    told: list[str] = []
+    log = EventLog(interval=0.01)
+    log.watch(waiting.pk, told.append)
+    refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
+    await database_sync_to_async(refusal.__enter__)()
+    try:
+        log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT "))
+        await asyncio.sleep(0.1)
+        log.append(waiting.chat_id, waiting.pk, 2, answer("then "))
+        log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
+        await asyncio.sleep(0.5)
+        assert [d["content"] for _, d in await stored(other)] == ["meanwhile"]
+        assert await stored(waiting) == []
+    finally:
+        await database_sync_to_async(refusal.__exit__)(None, None, None)
+    await asyncio.sleep(1.5)  # the flusher retries every RETRY_DELAY
+    log.append(waiting.chat_id, waiting.pk, 3, answer("done"))
+    await log.flush()
+    assert [s for s, _ in await stored(waiting)] == [1, 2, 3]
+    frames = await frames_on(waiting_page)
+    assert [e["seq"] for f in frames for e in f["events"]] == [1, 2, 3]
+    assert told == [] and log.failure(waiting.pk) is None
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a trigger raises a transient error on PostgreSQL"
+)
+async def test_a_refusal_that_outlasts_the_grace_fails_the_turn(user, other_user, monkeypatch):
+    monkeypatch.setattr("chats.event_log.TRANSIENT_GRACE", 0.5)
+    monkeypatch.setattr("chats.event_log.RETRY_DELAY", 0.1)
+    waiting, other = await make_turn(user), await make_turn(other_user)
+    told: list[str] = []
+    log = EventLog(interval=0.01)
+    log.watch(waiting.pk, told.append)
+    refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
+    await database_sync_to_async(refusal.__enter__)()
+    try:
+        log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT"))
+        log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
+        await asyncio.sleep(1.5)
+    finally:
+        await database_sync_to_async(refusal.__exit__)(None, None, None)
+    assert told and told[0].startswith("Part of this answer could not be saved")
+    assert "OperationalError" in told[0]
+    assert await stored(waiting) == []
+    assert [d["content"] for _, d in await stored(other)] == ["meanwhile"]
