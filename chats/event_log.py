@@ -20,14 +20,13 @@ from itertools import groupby
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
 from .agent.events import AgentEvent
-from .frames import event_view
 from .models import TurnEvent
+from .protocol import chat_group, event_view, publish, turn_events
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +40,13 @@ RETRY_DELAY = 1.0
 WriteFailed = Callable[[str], None]
 
 
-def chat_group(chat_id: int) -> str:
-    return f"chat.{chat_id}"
-
-
 @dataclass(frozen=True, slots=True)
 class PendingEvent:
     chat_id: int
     turn_id: int
     seq: int
     event: AgentEvent
+    data: dict[str, Any]  # what is stored: the event's data, made storable by the run
 
 
 class EventLog:
@@ -84,10 +80,20 @@ class EventLog:
         """Return why this turn's events could not be stored, or None."""
         return self._failures.get(turn_id)
 
-    def append(self, chat_id: int, turn_id: int, seq: int, event: AgentEvent) -> None:
+    def append(
+        self,
+        chat_id: int,
+        turn_id: int,
+        seq: int,
+        event: AgentEvent,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        """Queue one event; `data` is what to store, when not `event.data` as it stands."""
         if turn_id in self._failures:
             return  # its run is being stopped; nothing more of it can be logged in order
-        self._pending.append(PendingEvent(chat_id, turn_id, seq, event))
+        self._pending.append(
+            PendingEvent(chat_id, turn_id, seq, event, event.data if data is None else data)
+        )
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_forever(), name="event-log-flusher")
         self._wakeup.set()
@@ -211,7 +217,7 @@ def _write(batch: list[PendingEvent]) -> None:
                     p.turn_id,
                     p.seq,
                     p.event.type[:40],
-                    data.get_db_prep_save(p.event.data, db),
+                    data.get_db_prep_save(p.data, db),
                     received_at,
                 )
                 for p in batch
@@ -220,16 +226,11 @@ def _write(batch: list[PendingEvent]) -> None:
 
 
 async def _publish(batch: list[PendingEvent]) -> None:
-    layer = get_channel_layer()
     by_turn = groupby(sorted(batch, key=lambda p: (p.turn_id, p.seq)), key=lambda p: p.turn_id)
     for turn_id, items in by_turn:
         items = list(items)
-        message: dict[str, Any] = {
-            "type": "turn.events",
-            "turn_id": turn_id,
-            "events": [event_view(p.seq, p.event) for p in items],
-        }
-        await layer.group_send(chat_group(items[0].chat_id), message)
+        views = [event_view(p.seq, p.event) for p in items]
+        await publish(chat_group(items[0].chat_id), turn_events(turn_id, views))
 
 
 _logs: dict[asyncio.AbstractEventLoop, EventLog] = {}

@@ -12,18 +12,28 @@ import asyncio
 import dataclasses
 import logging
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from . import display
 from .agent.client import AgentError, AgentRequest, AgentSettings, AgentStream
-from .agent.events import AgentEvent
+from .agent.events import AgentEvent, AnswerEvent
 from .agent.transcript import Transcript
-from .event_log import EventLog, chat_group, get_event_log
+from .event_log import EventLog, get_event_log
 from .models import Turn
+from .protocol import (
+    TurnCardFrame,
+    chat_group,
+    control_group,
+    publish,
+    turn_card,
+    turn_notice,
+    turn_stop,
+)
 from .selectors import branch_turn
 from .services import (
     turn_fail_unsaved,
@@ -43,14 +53,10 @@ INTERRUPTING_KINDS = frozenset({"stalled", "dropped"})
 LISTENER_CLOSE = "turn.listener.close"
 
 
-def control_group(turn_id: int) -> str:
-    return f"turn.{turn_id}.control"
-
-
 def agent_settings() -> AgentSettings:
     return AgentSettings(
         url=settings.RESEARCH_AGENT_URL,
-        api_key=settings.BIGDATA_API_KEY,
+        api_key=settings.BIGDATA_API_KEY or settings.DEMO_AGENT_TOKEN,
         connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
         idle_timeout=settings.AGENT_IDLE_TIMEOUT,
         max_retries=settings.AGENT_MAX_RETRIES,
@@ -163,11 +169,11 @@ class TurnRun:
                                 f"The answer passed the limit of {settings.AGENT_MAX_EVENTS:,}"
                                 " events and was stopped there."
                             )
-                        event, replaced = storable_event(event)
+                        event, data, replaced = storable_event(event)
                         self.sanitized_events += replaced
-                        event, cut = self._within_answer_limit(event)
+                        event, data, cut = self._within_answer_limit(event, data)
                         self.transcript.apply(event)
-                        log.append(self.chat_id, self.turn_id, seq, event)
+                        log.append(self.chat_id, self.turn_id, seq, event, data)
                         if cut:
                             raise TurnLimitReached(
                                 "The answer passed the limit of"
@@ -184,21 +190,19 @@ class TurnRun:
                 kind="stalled",
             ) from error
 
-    def _within_answer_limit(self, event: AgentEvent) -> tuple[AgentEvent, bool]:
-        """Return the event cut to what is left of AGENT_MAX_ANSWER_CHARS, and whether it was."""
-        if event.type != "ANSWER":
-            return event, False
-        content = event.data.get("content")
-        if not isinstance(content, str):
-            return event, False
-        room = settings.AGENT_MAX_ANSWER_CHARS - self.answer_chars
-        if len(content) <= room:
-            self.answer_chars += len(content)
-            return event, False
-        self.answer_chars += max(room, 0)
-        return dataclasses.replace(
-            event, data={**event.data, "content": content[: max(room, 0)]}
-        ), True
+    def _within_answer_limit(
+        self, event: AgentEvent, data: dict[str, Any]
+    ) -> tuple[AgentEvent, dict[str, Any], bool]:
+        """Return the event (and its data) cut to what is left of AGENT_MAX_ANSWER_CHARS."""
+        if not isinstance(event, AnswerEvent):
+            return event, data, False
+        room = max(settings.AGENT_MAX_ANSWER_CHARS - self.answer_chars, 0)
+        if len(event.content) <= room:
+            self.answer_chars += len(event.content)
+            return event, data, False
+        self.answer_chars += room
+        content = event.content[:room]
+        return dataclasses.replace(event, content=content), {**data, "content": content}, True
 
     def _events_unsaveable(self, message: str) -> None:
         """The event log cannot store this turn's events: stop reading (the log says why)."""
@@ -262,42 +266,37 @@ class TurnRun:
             loop = asyncio.get_running_loop()
             idle_until = loop.time() + delay + settings.AGENT_IDLE_TIMEOUT
             self._deadline.reschedule(min(idle_until, self._ends_at))
-        await get_channel_layer().group_send(
-            chat_group(self.chat_id),
-            {
-                "type": "turn.notice",
-                "turn_id": self.turn_id,
-                "label": f"{message} Retrying in {delay:.0f} s.",
-            },
-        )
+        notice = turn_notice(self.turn_id, display.retry_notice(message, delay))
+        await publish(chat_group(self.chat_id), notice)
 
 
 def render_turn_card(turn: Turn) -> str:
     return render_to_string("chats/_turn.html", {"item": branch_turn(turn=turn)})
 
 
-async def turn_frame(kind: str, turn: Turn) -> dict[str, Any]:
+async def turn_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:
     """A frame that carries the turn's card as the page would render it now."""
-    html = await database_sync_to_async(render_turn_card)(turn)
-    return {
-        "type": kind,
-        "turn_id": turn.pk,
-        "parent_id": turn.parent_id,
-        "status": turn.status,
-        "html": html,
-    }
+
+    def render() -> tuple[str, str]:
+        return render_turn_card(turn), turn.chat.title if kind == "turn.started" else ""
+
+    html, chat_title = await database_sync_to_async(render)()
+    return turn_card(
+        kind,
+        turn_id=turn.pk,
+        parent_id=turn.parent_id,
+        status=turn.status,
+        html=html,
+        chat_title=chat_title,
+    )
 
 
 async def publish_turn_started(turn: Turn) -> None:
-    await get_channel_layer().group_send(
-        chat_group(turn.chat_id), await turn_frame("turn.started", turn)
-    )
+    await publish(chat_group(turn.chat_id), await turn_frame("turn.started", turn))
 
 
 async def publish_turn_finished(turn: Turn) -> None:
-    await get_channel_layer().group_send(
-        chat_group(turn.chat_id), await turn_frame("turn.finished", turn)
-    )
+    await publish(chat_group(turn.chat_id), await turn_frame("turn.finished", turn))
 
 
 class RunRegistry:
@@ -397,7 +396,7 @@ async def _publish_finished_safely(turn: Turn) -> None:
 
 async def request_stop(turn_id: int) -> None:
     """Ask the run of `turn_id`, in whichever process it lives, to stop."""
-    await get_channel_layer().group_send(control_group(turn_id), {"type": "turn.stop"})
+    await publish(control_group(turn_id), turn_stop())
 
 
 _registries: dict[asyncio.AbstractEventLoop, RunRegistry] = {}

@@ -14,9 +14,9 @@ import dataclasses
 import json
 import math
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
-from .agent.events import AgentEvent
+from .agent.events import AgentEvent, event_from_data
 
 MAX_DEPTH = 64  # far above what the agent nests (plans, references: 4-6 levels)
 MAX_KEPT_TEXT = 100_000  # characters of an unusable event's text kept for the record
@@ -96,19 +96,25 @@ def storable_message(data: dict[str, Any], raw: str | None) -> tuple[dict[str, A
     return kept, True
 
 
-def storable_event(event: AgentEvent) -> tuple[AgentEvent, bool]:
-    """Return the event with storable data and identifiers, and whether anything was replaced."""
-    data, replaced = storable_message(event.data, getattr(event, "raw", None))
-    changes: dict[str, Any] = {"data": data} if replaced else {}
-    for name in ("type", "chat_id", "message_id", "role"):
-        value = getattr(event, name, None)
-        if isinstance(value, str):
-            clean, changed = storable_text(value)
-            if changed:
-                changes[name] = clean
-    if not changes:
-        return event, False
-    return dataclasses.replace(event, **changes), True
+class StorableEvent(NamedTuple):
+    event: AgentEvent  # rebuilt from `data` when anything was replaced
+    data: dict[str, Any]  # what the event log stores
+    replaced: bool
+
+
+def storable_event(event: AgentEvent) -> StorableEvent:
+    """Return the event as the log can store and relay it, and whether anything was replaced.
+
+    A repaired event is read back from its repaired data, so the transcript, the page and the
+    log all see the same values; its `raw` wire text stays with it.
+    """
+    raw = getattr(event, "raw", None)
+    data, replaced = storable_message(event.data, raw)
+    if not replaced:
+        return StorableEvent(event, data, False)
+    clean = event_from_data(data) or event_from_data({"type": data.get("type") or "UNKNOWN"})
+    assert clean is not None  # a dict with a string type always reads back
+    return StorableEvent(dataclasses.replace(clean, raw=raw), data, True)
 
 
 def _as_text(data: dict[str, Any], raw: str | None) -> str:

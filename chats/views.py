@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from citations.export import export_turns_markdown
-
+from .display import page_limits
+from .export import export_turns_markdown
 from .models import Turn
 from .selectors import chat_branch, chat_get_for_user, chat_list_for_user
 from .services import TurnStartError, chat_create, chat_select_branch
@@ -43,6 +43,7 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         "chats": chat_list_for_user(user=request.user),
         "efforts": Turn.Effort.choices,
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
+        "limits": page_limits(),
     }
     return render(request, "chats/chat_detail.html", context)
 

@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connection
 
-from chats.agent.events import AgentEvent, event_from_message
+from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
 from chats.event_log import EventLog, chat_group
 from chats.models import Chat, Turn, TurnEvent
 from tests.chats.refusals import refusing
@@ -18,11 +18,8 @@ from tests.chats.refusals import refusing
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def answer(content: str, **extra) -> AgentEvent:
-    message = {"type": "ANSWER", "message_id": "a", "content": content}
-    event = event_from_message({**message, **extra})
-    assert event is not None
-    return event
+def answer(content: str) -> AgentEvent:
+    return AnswerEvent(content=content)
 
 
 @database_sync_to_async
@@ -83,11 +80,11 @@ def refused_by_this_database(event: AgentEvent) -> bool:
 
 
 POISONS = {
-    "nan": {"score": float("nan")},
-    "infinity": {"score": float("inf")},
-    "1e999": {"score": json.loads("1e999")},
-    "nul": {"content": "before\x00after"},
-    "lone surrogate": {"content": "before\ud800after"},
+    "nan": StructuredOutputEvent(content={"score": float("nan")}),
+    "infinity": StructuredOutputEvent(content={"score": float("inf")}),
+    "1e999": StructuredOutputEvent(content={"score": json.loads("1e999")}),
+    "nul": AnswerEvent(content="before\x00after"),
+    "lone surrogate": AnswerEvent(content="before\ud800after"),
 }
 
 
@@ -98,7 +95,7 @@ async def test_an_event_the_database_refuses_fails_only_its_own_turn(user, other
     told: list[str] = []
     log = EventLog(interval=60)
     log.watch(poisoned.pk, told.append)
-    bad = answer(**{"content": "fine", **POISONS[poison]})
+    bad = POISONS[poison]
     if not refused_by_this_database(bad):
         pytest.skip(f"{connection.vendor} stores this one as it is")
 
@@ -129,7 +126,7 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
     poisoned, healthy = await make_turn(user), await make_turn(other_user)
     healthy_page = await listen(healthy.chat_id)
     log = EventLog(interval=0.01)
-    log.append(poisoned.chat_id, poisoned.pk, 1, answer("x", score=float("nan")))
+    log.append(poisoned.chat_id, poisoned.pk, 1, POISONS["nan"])
     for seq in range(1, 6):
         log.append(healthy.chat_id, healthy.pk, seq, answer(str(seq)))
         await asyncio.sleep(0.05)

@@ -15,10 +15,10 @@ from channels.db import database_sync_to_async
 
 from chats.models import Chat, Turn, TurnEvent
 from chats.storable import REPLACEMENT
+from demo_agent.scripted import Reply, Sleep, answer_stream
 from tests.chats.conftest import events_of, sse
 from tests.chats.refusals import refusals_fixture
 from tests.servers import serve_asgi
-from tests.upstream import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +47,7 @@ def poisoned_reply(poison_line: str) -> Reply:
         sse({"type": "ANSWER", "message_id": "a", "content": "After it."}),
         sse({"type": "COMPLETE", "checkpoint_id": "ckpt-p", "consumption": []}),
     ]:
-        body += [message, ("sleep", 0.1)]
+        body += [message, Sleep(0.1)]
     return Reply(body=body)
 
 
@@ -80,20 +80,20 @@ async def assert_streamed_whole(client, turn_id: int) -> None:
 
 
 POISONS = {
-    "nan": ('{"type": "ANSWER", "message_id": "a", "content": "x", "score": NaN}', "x"),
-    "infinity": ('{"type": "ANSWER", "message_id": "a", "content": "x", "score": Infinity}', "x"),
-    "1e999": ('{"type": "ANSWER", "message_id": "a", "content": "x", "score": 1e999}', "x"),
+    "nan": ('{"type": "STRUCTURED_OUTPUT", "content": {"score": NaN}}', ""),
+    "infinity": ('{"type": "STRUCTURED_OUTPUT", "content": {"score": Infinity}}', ""),
+    "1e999": ('{"type": "STRUCTURED_OUTPUT", "content": {"score": 1e999}}', ""),
     "nul": ('{"type": "ANSWER", "message_id": "a", "content": "x\\u0000y"}', f"x{REPLACEMENT}y"),
     "lone surrogate": (
         '{"type": "ANSWER", "message_id": "a", "content": "x\\ud800y"}',
         f"x{REPLACEMENT}y",
     ),
-    "deep answer": (
-        '{"type": "ANSWER", "message_id": "a", "content": "x", "extra": '
+    "deep tool arguments": (
+        '{"type": "ACTION", "tool_name": "search", "tool_arguments": {"query": "q", "deep": '
         + "[" * 975
         + "]" * 975
-        + "}",
-        "x",
+        + "}}",
+        "",
     ),
 }
 
@@ -163,12 +163,12 @@ async def test_events_the_database_refuses_fail_only_their_turn_and_stop_its_run
     poisoned = Reply(
         body=[
             sse({"type": "ANSWER", "message_id": "a", "content": "Saved part. "}),
-            ("sleep", 0.2),
+            Sleep(0.2),
             sse({"type": "ANSWER", "message_id": "a", "content": "REFUSE-ME"}),
             *[
                 step
                 for _ in range(50)  # would go on for 5 s if the run were not stopped
-                for step in (sse({"type": "THINKING", "content": "..."}), ("sleep", 0.1))
+                for step in (sse({"type": "THINKING", "content": "..."}), Sleep(0.1))
             ],
             sse({"type": "COMPLETE", "checkpoint_id": "ckpt-p", "consumption": []}),
         ]
@@ -236,9 +236,9 @@ async def test_checkpoint_and_chat_ids_of_any_length_are_kept_and_sent_back(
 
 def test_the_raw_json_of_the_poisons_is_what_the_issue_describes():
     """Guard the fixtures: each poison parses, as the agent's line would, to the bad value."""
-    nan = json.loads(POISONS["nan"][0])["score"]
+    nan = json.loads(POISONS["nan"][0])["content"]["score"]
     assert nan != nan
-    assert json.loads(POISONS["1e999"][0])["score"] == float("inf")
+    assert json.loads(POISONS["1e999"][0])["content"]["score"] == float("inf")
     assert "\x00" in json.loads(POISONS["nul"][0])["content"]
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from chats.models import Turn, TurnEvent
 from chats.runner import _duration_text
+from demo_agent.scripted import Reply, Sleep, answer_stream
 from tests.chats.conftest import events_of, sse
-from tests.upstream import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +40,7 @@ async def run_turn(connect, user, chat, timeout: float = 15):
 
 
 def keep_alives(seconds: float, every: float = 0.05) -> list:
-    return [step for _ in range(int(seconds / every)) for step in (KEEP_ALIVE, ("sleep", every))]
+    return [step for _ in range(int(seconds / every)) for step in (KEEP_ALIVE, Sleep(every))]
 
 
 @pytest.mark.parametrize("pieces", [1, 10], ids=["one event", "many events"])
@@ -123,7 +123,7 @@ async def test_waiting_out_a_retry_is_not_a_stall(connect, user, chat, upstream,
     settings.AGENT_IDLE_TIMEOUT = 0.5
     settings.AGENT_MAX_RETRIES = 1
     upstream.queue(
-        Reply.error(503, "busy", **{"Retry-After": "1"}),
+        Reply.error(503, "busy", retry_after=1),
         Reply.events(*answer_stream("After the retry.")),
     )
     _, turn, took = await run_turn(connect, user, chat)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chats.agent.events import event_from_message
+from chats.agent.events import AnswerEvent, StructuredOutputEvent
 from chats.storable import (
     MAX_DEPTH,
     REPLACEMENT,
@@ -82,15 +82,27 @@ def test_an_unusable_event_without_wire_text_keeps_its_json():
 
 
 def test_storable_event_keeps_the_class_and_cleans_identifiers():
-    event = event_from_message(
-        {"type": "ANSWER", "message_id": "m\x00", "content": "x\ud800"}, chat_id="up\ud800"
-    )
-    clean, replaced = storable_event(event)
+    event = AnswerEvent(content="x\ud800", chat_id="up\x00", raw='{"message": "as sent"}')
+    clean, data, replaced = storable_event(event)
     assert replaced
-    assert type(clean) is type(event)
-    assert clean.content == f"x{REPLACEMENT}"
-    assert (clean.message_id, clean.chat_id) == (f"m{REPLACEMENT}", f"up{REPLACEMENT}")
-    assert storable_event(clean) == (clean, False)
+    assert type(clean) is AnswerEvent
+    assert (clean.content, clean.chat_id) == (f"x{REPLACEMENT}", f"up{REPLACEMENT}")
+    assert clean.raw == event.raw
+    assert data == clean.data
+    assert storable_event(clean) == (clean, clean.data, False)
+
+
+def test_a_storable_event_is_returned_as_it_is():
+    event = AnswerEvent(content="Revenue rose 12%.", chat_id="c")
+    assert storable_event(event).event is event
+
+
+def test_structured_output_nested_too_deep_keeps_the_wire_text():
+    raw = '{"message": {"type": "STRUCTURED_OUTPUT", "content": [[[...]]]}}'
+    clean, data, replaced = storable_event(StructuredOutputEvent(content=nested(975), raw=raw))
+    assert replaced
+    assert (clean.content, clean.raw) == (None, raw)
+    assert data == {"type": "STRUCTURED_OUTPUT", "unstorable": True, "text": raw}
 
 
 def test_text_without_anything_to_replace_is_the_same_object():
