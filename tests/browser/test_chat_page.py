@@ -208,6 +208,7 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
         link.hover()
         for inner in page.locator(".evidence-popover a:visible").all():
             inner.hover()
+        page.keyboard.press("Escape")  # the card stays open while the pointer is on it
     page.mouse.move(0, 0)
     page.reload()
     wait_for_answer(page)
