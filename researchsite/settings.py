@@ -219,6 +219,12 @@ DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast
 # that with several workers a request from one is accepted by another's mount.
 DEMO_AGENT_TOKEN = hmac.new(SECRET_KEY.encode(), b"demo-agent-api-key", hashlib.sha256).hexdigest()
 
+# --- Agent limits ---------------------------------------------------------------------------
+# Each ends a run interrupted with a message naming the limit; what arrived before is kept.
+AGENT_MAX_ANSWER_CHARS = env.int("AGENT_MAX_ANSWER_CHARS", default=200_000)  # cut there
+AGENT_MAX_EVENTS = env.int("AGENT_MAX_EVENTS", default=20_000)  # per turn
+AGENT_MAX_TURN_SECONDS = env.float("AGENT_MAX_TURN_SECONDS", default=1800.0)  # 30 minutes
+
 # --- Providers ------------------------------------------------------------------------------
 # Each is offered when its key (or URL) is set; base URLs and models can be overridden.
 GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="")
