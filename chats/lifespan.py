@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
+from .agent.providers import preload_sdks
 from .runner import get_registry, sweep_orphans
 
 logger = logging.getLogger(__name__)
@@ -21,6 +23,10 @@ async def lifespan_app(scope, receive, send) -> None:
             except Exception:
                 logger.exception("Start-up recovery of orphaned turns failed; serving anyway")
             get_registry().ensure_heartbeat()
+            try:
+                await asyncio.to_thread(preload_sdks)
+            except Exception:
+                logger.exception("Loading a provider's SDK failed; it will load on first use")
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await get_registry().shutdown()

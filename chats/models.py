@@ -19,6 +19,8 @@ class Chat(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats"
     )
     title = models.CharField(max_length=200, blank=True)
+    # Which agent answers this chat (chats.agent.providers); fixed when the chat is created.
+    provider = models.CharField(max_length=32, default="bigdata", db_index=True)
     # The agent's conversation id, from the event envelope of the latest upstream conversation.
     # Text, not a capped CharField: ids are the API's to choose, and one that did not fit left
     # its turn unsaveable (issue 9).

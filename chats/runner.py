@@ -20,8 +20,9 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from . import display
-from .agent.client import AgentError, AgentRequest, AgentSettings, AgentStream
+from .agent.client import AgentError, AgentRequest
 from .agent.events import AgentEvent, AnswerEvent
+from .agent.providers import ProviderRequest, ProviderStream, open_stream
 from .agent.transcript import Transcript
 from .event_log import EventLog, get_event_log
 from .models import Turn
@@ -53,16 +54,6 @@ INTERRUPTING_KINDS = frozenset({"stalled", "dropped"})
 LISTENER_CLOSE = "turn.listener.close"
 
 
-def agent_settings() -> AgentSettings:
-    return AgentSettings(
-        url=settings.RESEARCH_AGENT_URL,
-        api_key=settings.BIGDATA_API_KEY or settings.DEMO_AGENT_TOKEN,
-        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
-        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
-        max_retries=settings.AGENT_MAX_RETRIES,
-    )
-
-
 class TurnLimitReached(Exception):
     """The run passed one of the site's limits (AGENT_MAX_*); the message says which."""
 
@@ -80,9 +71,10 @@ def _duration_text(seconds: float) -> str:
 
 
 class TurnRun:
-    def __init__(self, turn: Turn, request: AgentRequest) -> None:
+    def __init__(self, turn: Turn, request: AgentRequest | ProviderRequest) -> None:
         self.turn_id = turn.pk
         self.chat_id = turn.chat_id
+        self.agent = turn.chat.provider
         self.request = request
         self.transcript = Transcript()
         self.stop_requested = False
@@ -95,7 +87,7 @@ class TurnRun:
         self._ends_at = 0.0
 
     async def run(self) -> None:
-        stream = AgentStream(self.request, agent_settings(), on_retry=self._notice_retry)
+        stream = open_stream(self.agent, self.request, on_retry=self._notice_retry)
         log = get_event_log()
         log.watch(self.turn_id, self._events_unsaveable)
         outcome: dict[str, Any]
@@ -142,7 +134,7 @@ class TurnRun:
             }
         await self._finish(stream, **outcome)
 
-    async def _read(self, stream: AgentStream, log: EventLog) -> None:
+    async def _read(self, stream: ProviderStream, log: EventLog) -> None:
         """Read the stream into the transcript and the log, within the site's limits.
 
         The idle and duration limits count events, not bytes: a stream of keep-alive comments
@@ -230,7 +222,7 @@ class TurnRun:
         }
 
     async def _finish(
-        self, stream: AgentStream, *, status: str, error: str, error_kind: str
+        self, stream: ProviderStream, *, status: str, error: str, error_kind: str
     ) -> None:
         """Store the outcome and announce it; a turn that cannot be stored is still finished."""
         self.finishing = True

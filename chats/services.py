@@ -15,6 +15,13 @@ from citations.services import citations_store_for_turn
 
 from . import display
 from .agent.client import AgentRequest
+from .agent.providers import (
+    BIGDATA,
+    ConversationTurn,
+    ProviderRequest,
+    agent_choices,
+    default_agent,
+)
 from .agent.transcript import Transcript
 from .models import Chat, Turn, TurnEvent
 from .protocol import LEAF, ErrorCode
@@ -25,8 +32,12 @@ logger = logging.getLogger(__name__)
 INITIAL_CHECKPOINT = "INITIAL"  # PROTOCOL.md: resets an upstream chat to its start
 
 
-def chat_create(*, owner) -> Chat:
-    return Chat.objects.create(owner=owner)
+def chat_create(*, owner, provider: str = "") -> Chat:
+    """Create a chat answered by `provider` (an offered agent), else by the default agent."""
+    offered = dict(agent_choices())
+    return Chat.objects.create(
+        owner=owner, provider=provider if provider in offered else default_agent()
+    )
 
 
 class TurnStartError(ValueError):
@@ -86,7 +97,7 @@ def turn_start(
             raise TurnStartError("That turn is not in this chat.")
 
     upstream_chat_id, from_checkpoint = "", ""
-    if not restart:
+    if chat.provider == BIGDATA and not restart:
         anchor = parent
         while anchor is not None and not (
             anchor.status == Turn.Status.COMPLETE and anchor.checkpoint_id
@@ -113,14 +124,35 @@ def turn_start(
     if not chat.title:
         chat.title = display.chat_title(question)
     chat.save(update_fields=["active_turn", "updated_at", "title"])
-    request = AgentRequest(
-        message=question,
-        research_effort=research_effort,
-        chat_id=upstream_chat_id or None,
-        from_checkpoint_id=from_checkpoint or None,
-        persistence_mode=settings.AGENT_PERSISTENCE_MODE,
-    )
+    request: AgentRequest | ProviderRequest
+    if chat.provider == BIGDATA:
+        request = AgentRequest(
+            message=question,
+            research_effort=research_effort,
+            chat_id=upstream_chat_id or None,
+            from_checkpoint_id=from_checkpoint or None,
+            persistence_mode=settings.AGENT_PERSISTENCE_MODE,
+        )
+    else:
+        # Agents without server-side checkpoints are sent the branch itself, so "Continue
+        # from here", "Edit" and follow-ups mean the same as with the Research Agent.
+        request = ProviderRequest(
+            message=question,
+            history=() if restart else branch_history(parent=parent, by_id=by_id),
+            research_effort=research_effort,
+        )
     return turn, request
+
+
+def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:
+    """Return the completed questions and answers from the root of the branch to `parent`."""
+    history = []
+    turn = parent
+    while turn is not None:
+        if turn.status == Turn.Status.COMPLETE and turn.answer_text:
+            history.append(ConversationTurn(question=turn.question, answer=turn.answer_text))
+        turn = by_id.get(turn.parent_id)
+    return tuple(reversed(history))
 
 
 @transaction.atomic

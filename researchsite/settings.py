@@ -226,6 +226,9 @@ AGENT_MAX_EVENTS = env.int("AGENT_MAX_EVENTS", default=20_000)  # per turn
 AGENT_MAX_TURN_SECONDS = env.float("AGENT_MAX_TURN_SECONDS", default=1800.0)  # 30 minutes
 
 # --- Providers ------------------------------------------------------------------------------
+# The agent a new chat is asked of unless its creator picks another: bigdata, gemini, xai,
+# openai, anthropic or llm-sdk (used only when that provider is configured).
+DEFAULT_AGENT = env.str("DEFAULT_AGENT", default="bigdata")
 # Each is offered when its key (or URL) is set; base URLs and models can be overridden.
 GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="")
 GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="https://generativelanguage.googleapis.com")
@@ -275,7 +278,7 @@ XAI_BASE_URL = env.str("XAI_BASE_URL", default="https://api.x.ai/v1")
 XAI_MODEL = env.str("XAI_MODEL", default="grok-4")
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
-ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-6")
 ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API requires one
 # The SDKs log request options at DEBUG; keep them quiet like httpx.
 LOGGING["loggers"].update(

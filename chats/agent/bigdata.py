@@ -115,7 +115,7 @@ def _audit_ids(data: dict[str, Any], tag: dict[str, Any]) -> tuple[str, ...]:
 
 def _passages(source: dict[str, Any]) -> tuple[Passage, ...]:
     """The text a source contributed: BIGDATA `chunks[].text`, EXTERNAL `text`."""
-    passages = [Passage.from_data(c) for c in source.get("chunks") or () if isinstance(c, dict)]
+    passages = [Passage.from_data(c) for c in _list(source.get("chunks")) if isinstance(c, dict)]
     if isinstance(source.get("text"), str) and source["text"].strip():
         passages.append(Passage.from_data({"text": source["text"], **_relevance(source)}))
     return tuple(p for p in passages if p is not None and p.text.strip())
