@@ -36,6 +36,7 @@ from citations.review_admin import (
 from citations.selectors import cited_answer_for_turn
 
 from .agent.events import KNOWN_TYPES
+from .agent.providers import BIGDATA, PROVIDERS
 from .export import export_turns_markdown
 from .models import Chat, Turn, TurnEvent
 
@@ -67,13 +68,37 @@ class TurnInline(ReviewOnlyInline):
         return summary(turn.question)
 
 
+class AgentFilter(admin.SimpleListFilter):
+    """The agents by name, from the registry rather than a DISTINCT over every row."""
+
+    title = "agent"
+    parameter_name = "agent"
+    field = "provider"
+
+    def lookups(self, request, model_admin):
+        return [(BIGDATA, "Bigdata Research Agent")] + [
+            (p.name, p.label) for p in PROVIDERS.values()
+        ]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(**{self.field: self.value()}) if self.value() else queryset
+
+
+class ChatAgentFilter(AgentFilter):
+    pass
+
+
+class TurnAgentFilter(AgentFilter):
+    field = "chat__provider"
+
+
 @admin.register(Chat)
 class ChatAdmin(ReviewOnlyAdmin):
     list_display = ("__str__", "owner", "provider", "turn_count", "updated_at")
     list_select_related = ("owner",)
     list_filter = (
         ("owner", admin.RelatedOnlyFieldListFilter),
-        "provider",
+        ChatAgentFilter,
         "updated_at",
         "created_at",
     )
@@ -214,7 +239,7 @@ class TurnAdmin(ReviewOnlyAdmin):
     list_select_related = ("chat__owner",)
     list_filter = (
         "status",
-        ("chat__provider", admin.AllValuesFieldListFilter),
+        TurnAgentFilter,
         "created_at",
         "research_effort",
         ToolErrorFilter,

@@ -32,7 +32,7 @@ def serve_asgi(app, *, port: int | None = None, lifespan: str = "off") -> Iterat
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True, name=f"uvicorn-{port}")
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # a start-up may load provider SDKs (seconds under load)
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError(f"uvicorn did not start on port {port}")
