@@ -223,6 +223,8 @@ DEMO_AGENT_TOKEN = hmac.new(SECRET_KEY.encode(), b"demo-agent-api-key", hashlib.
 # Each ends a run interrupted with a message naming the limit; what arrived before is kept.
 AGENT_MAX_ANSWER_CHARS = env.int("AGENT_MAX_ANSWER_CHARS", default=200_000)  # cut there
 AGENT_MAX_EVENTS = env.int("AGENT_MAX_EVENTS", default=20_000)  # per turn
+# One line of the agent's stream (counted in characters); a longer one is skipped as it arrives.
+AGENT_MAX_LINE_BYTES = env.int("AGENT_MAX_LINE_BYTES", default=1024 * 1024)
 AGENT_MAX_TURN_SECONDS = env.float("AGENT_MAX_TURN_SECONDS", default=1800.0)  # 30 minutes
 
 # --- Providers ------------------------------------------------------------------------------

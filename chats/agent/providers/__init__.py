@@ -198,6 +198,7 @@ def bigdata_settings():
         connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
         idle_timeout=settings.AGENT_IDLE_TIMEOUT,
         max_retries=settings.AGENT_MAX_RETRIES,
+        max_line_chars=settings.AGENT_MAX_LINE_BYTES,
     )
 
 
