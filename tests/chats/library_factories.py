@@ -31,14 +31,17 @@ def finished_turn(
     answer: str,
     *,
     sources: list[dict] = (),
-    parent: Turn | None = None,
+    parent: Turn | str | None = "latest",
     at: datetime | None = None,
 ) -> Turn:
-    """Store a complete turn whose whole answer cites each source, as `turn_finish` would."""
+    """Store a complete turn whose whole answer cites each source, as `turn_finish` would.
+
+    It follows the chat's newest turn unless `parent` is given (None: a new first question).
+    """
     now = at or timezone.now()
     turn = Turn.objects.create(
         chat=chat,
-        parent=parent or chat.turns.order_by("-created_at", "-pk").first(),
+        parent=chat.turns.order_by("-created_at", "-pk").first() if parent == "latest" else parent,
         question=question,
         status=Turn.Status.COMPLETE,
         answer_text=answer,
