@@ -62,7 +62,7 @@
   document.addEventListener("keydown", (event) => {
     if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
     const links = visibleLinks();
-    const index = links.indexOf(document.activeElement);
+    const index = links.indexOf(event.target); // not activeElement: the search field may have moved it
     if (index < 0) return;
     event.preventDefault();
     const next = index + (event.key === "ArrowDown" ? 1 : -1);
