@@ -27,6 +27,7 @@
     });
     search.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && search.value) {
+        event.preventDefault(); // clearing the search is all this Escape does
         search.value = "";
         showResults();
       } else if (event.key === "ArrowDown") {
