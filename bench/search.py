@@ -104,8 +104,6 @@ def run_backend(args: argparse.Namespace) -> None:
             Chat(owner=owner, title=" ".join(rng.choices(words, cum_weights=weights, k=5)))
             for owner in owners[first : first + 1000]
         )
-        if connection.vendor != "postgresql":  # SQLite's bulk_create returns no pks before 3.35
-            chats = list(Chat.objects.order_by("-pk")[: len(chats)])[::-1]
         turns = Turn.objects.bulk_create(
             Turn(
                 chat=chat,
@@ -116,8 +114,6 @@ def run_backend(args: argparse.Namespace) -> None:
             for chat in chats
             for _ in range(args.turns)
         )
-        if connection.vendor != "postgresql":
-            turns = list(Turn.objects.order_by("-pk")[: len(turns)])[::-1]
         Reference.objects.bulk_create(
             Reference(turn=turn, position=0, start=0, end=5, source=rng.choice(sources), data={})
             for turn in turns

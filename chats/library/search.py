@@ -25,6 +25,9 @@ from ..models import Chat, ChatSearchDocument
 
 SEARCH_CONFIG = "english"  # PostgreSQL's stemmer; SQLite's FTS5 table uses `porter`
 RESULT_LIMIT = 20
+# Only the newest RANK_WINDOW chats that match are ranked: a word found in most chats then costs
+# no more than one found in a few. Older matches show for queries specific enough to find them.
+RANK_WINDOW = 2000
 MAX_QUERY_TERMS = 12
 # PostgreSQL refuses a tsvector over 1 MB; a chat's first 200,000 characters are plenty to find it.
 MAX_BODY_CHARS = 200_000
@@ -140,10 +143,13 @@ def _search_postgresql(*, user_id: int, terms: list[str], limit: int) -> list[tu
     # Terms are letters and digits only, so this raw tsquery cannot be malformed.
     tsquery = " & ".join([*terms[:-1], f"{terms[-1]}:*"])
     query = SearchQuery(tsquery, search_type="raw", config=SEARCH_CONFIG)
+    matches = ChatSearchDocument.objects.filter(chat__owner_id=user_id, search_vector=query)
+    window = matches.order_by("-chat_id").values_list("chat_id", flat=True)
+    oldest = next(iter(window[RANK_WINDOW - 1 : RANK_WINDOW]), 0)
     best = list(
-        ChatSearchDocument.objects.filter(chat__owner_id=user_id, search_vector=query)
+        matches.filter(chat_id__gte=oldest)
         .annotate(rank=SearchRank(F("search_vector"), query))
-        .order_by("-rank", "-chat_id")
+        .order_by("-rank", "chat_id")  # ties as FTS5 leaves them: oldest first
         .values_list("pk", flat=True)[:limit]
     )
     # Headlines only for the page of results: ts_headline re-reads the whole document.
@@ -165,12 +171,17 @@ def _search_postgresql(*, user_id: int, terms: list[str], limit: int) -> list[tu
 # The FTS5 table is the one migration 0004_library made (its rowid is the chat's id); the
 # user's words travel as parameters. Ordered by FTS5's own `rank` column, FTS5 sorts the matches
 # itself and SQLite stops after LIMIT rows, so snippets are made for the page of results only.
+_SQLITE_WINDOW_START = (
+    "SELECT f.rowid FROM chats_chatsearchdocument_fts f JOIN chats_chat c ON c.id = f.rowid"
+    " WHERE chats_chatsearchdocument_fts MATCH %s AND c.owner_id = %s"
+    " ORDER BY f.rowid DESC LIMIT 1 OFFSET %s"
+)
 _SQLITE_SEARCH = (
     "SELECT f.rowid, highlight(chats_chatsearchdocument_fts, 0, %s, %s),"
     " snippet(chats_chatsearchdocument_fts, 1, %s, %s, '…', 24)"
     " FROM chats_chatsearchdocument_fts f JOIN chats_chat c ON c.id = f.rowid"
     " WHERE chats_chatsearchdocument_fts MATCH %s AND f.rank MATCH 'bm25(10.0, 1.0)'"
-    " AND c.owner_id = %s ORDER BY f.rank LIMIT %s"
+    " AND c.owner_id = %s AND f.rowid >= %s ORDER BY f.rank LIMIT %s"
 )
 
 
@@ -179,7 +190,9 @@ def _search_sqlite(*, user_id: int, terms: list[str], limit: int) -> list[tuple]
     match = " ".join([*(f'"{t}"' for t in terms[:-1]), f'"{terms[-1]}"*'])
     marks = [_MARK_START, _MARK_END, _MARK_START, _MARK_END]
     with connection.cursor() as cursor:
-        cursor.execute(_SQLITE_SEARCH, [*marks, match, user_id, limit])
+        cursor.execute(_SQLITE_WINDOW_START, [match, user_id, RANK_WINDOW - 1])
+        oldest = (cursor.fetchone() or [0])[0]
+        cursor.execute(_SQLITE_SEARCH, [*marks, match, user_id, oldest, limit])
         return cursor.fetchall()
 
 

@@ -183,3 +183,18 @@ def test_a_turn_is_found_as_soon_as_it_finishes(analyst):
     assert titles(chat_search_for_user(user=analyst, query="molybdenum")) == [
         "Which metal is scarce?"
     ]
+
+
+def test_only_the_newest_matches_are_ranked(analyst, monkeypatch):
+    monkeypatch.setattr("chats.library.search.RANK_WINDOW", 2)
+    for title in ["Tin", "Metals one", "Metals two"]:  # the oldest would rank first
+        finished_turn(Chat.objects.create(owner=analyst, title=title), "Q", "About tin.")
+
+    assert sorted(titles(chat_search_for_user(user=analyst, query="tin"))) == [
+        "Metals one",
+        "Metals two",
+    ]
+    assert titles(chat_search_for_user(user=analyst, query="tin metals")) == [
+        "Metals one",
+        "Metals two",
+    ]  # equal ranks, in the same order on both databases
