@@ -123,6 +123,9 @@ def run_backend(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     indexed = chat_search_index_rebuild()
     index_seconds = time.perf_counter() - started
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as autovacuum would after a bulk load: current statistics
 
     # Words by how many of the analyst's chats hold them: common, a tenth, rare.
     bodies = ChatSearchDocument.objects.filter(chat__owner=analyst).values_list("body", flat=True)

@@ -18,7 +18,8 @@ from html import escape
 from django.apps import apps as installed_apps
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Greatest, Lower, StrIndex, Substr
 from django.utils.safestring import SafeString, mark_safe
 
 from ..models import Chat, ChatSearchDocument
@@ -27,7 +28,8 @@ SEARCH_CONFIG = "english"  # PostgreSQL's stemmer; SQLite's FTS5 table uses `por
 RESULT_LIMIT = 20
 # Only the newest RANK_WINDOW chats that match are ranked: a word found in most chats then costs
 # no more than one found in a few. Older matches show for queries specific enough to find them.
-RANK_WINDOW = 2000
+RANK_WINDOW = 200
+HEADLINE_CONTEXT_CHARS = 400
 MAX_QUERY_TERMS = 12
 # PostgreSQL refuses a tsvector over 1 MB; a chat's first 200,000 characters are plenty to find it.
 MAX_BODY_CHARS = 200_000
@@ -128,7 +130,12 @@ def chat_search_for_user(*, user, query: str, limit: int = RESULT_LIMIT) -> list
     if not terms or not user.is_authenticated:
         return []
     if connection.vendor == "postgresql":
-        rows = _search_postgresql(user_id=user.pk, terms=terms, limit=limit)
+        with transaction.atomic(), connection.cursor() as cursor:
+            # PostgreSQL's cost model ignores that each row's tsvector is TOASTed: it then
+            # prefers a sequential scan that reads every document over the GIN index (825 ms
+            # against 0.2 ms for a word in no chat, 10,000 chats). This transaction only.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            rows = _search_postgresql(user_id=user.pk, terms=terms, limit=limit)
     else:
         rows = _search_sqlite(user_id=user.pk, terms=terms, limit=limit)
     chats = Chat.objects.in_bulk([chat_id for chat_id, _, _ in rows])
@@ -144,28 +151,47 @@ def _search_postgresql(*, user_id: int, terms: list[str], limit: int) -> list[tu
     tsquery = " & ".join([*terms[:-1], f"{terms[-1]}:*"])
     query = SearchQuery(tsquery, search_type="raw", config=SEARCH_CONFIG)
     matches = ChatSearchDocument.objects.filter(chat__owner_id=user_id, search_vector=query)
-    window = matches.order_by("-chat_id").values_list("chat_id", flat=True)
-    oldest = next(iter(window[RANK_WINDOW - 1 : RANK_WINDOW]), 0)
-    best = list(
-        matches.filter(chat_id__gte=oldest)
+    # Ordered by an expression, not the chat_id index: walking that index backwards would test
+    # every document against the query (reading each tsvector) instead of asking the GIN index.
+    newest = matches.order_by((F("chat_id") + 0).desc()).values_list("chat_id", flat=True)
+    window = list(newest[:RANK_WINDOW])
+    best = list(  # ranked by chat id: each tsvector is read once, for ts_rank
+        ChatSearchDocument.objects.filter(chat_id__in=window)
         .annotate(rank=SearchRank(F("search_vector"), query))
         .order_by("-rank", "chat_id")  # ties as FTS5 leaves them: oldest first
         .values_list("pk", flat=True)[:limit]
     )
-    # Headlines only for the page of results: ts_headline re-reads the whole document.
+    if not best:
+        return []
+    # Headlines only for the page of results, and each over the stretch of the body around the
+    # longest word's first stem: ts_headline parses all the text it is given (~7 ms for 9 KB).
     marks = {"start_sel": _MARK_START, "stop_sel": _MARK_END, "config": SEARCH_CONFIG}
+    start = StrIndex(Lower("body"), Value(_postgresql_stem(max(terms, key=len))))
+    excerpt = Substr(
+        "body", Greatest(start - HEADLINE_CONTEXT_CHARS, 1), 3 * HEADLINE_CONTEXT_CHARS
+    )
     snippets = (
         ChatSearchDocument.objects.filter(pk__in=best)
         .annotate(
             title_marked=SearchHeadline("title", query, highlight_all=True, **marks),
             body_marked=SearchHeadline(
-                "body", query, max_words=30, min_words=12, max_fragments=2, **marks
+                excerpt, query, max_words=30, min_words=12, max_fragments=2, **marks
             ),
         )
         .values_list("pk", "chat_id", "title_marked", "body_marked")
     )
     by_pk = {pk: (chat_id, title, body) for pk, chat_id, title, body in snippets}
     return [by_pk[pk] for pk in best if pk in by_pk]
+
+
+def _postgresql_stem(term: str) -> str:
+    """Return the term as the search configuration stems it ("improving" -> "improv")."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT array_to_string(tsvector_to_array(to_tsvector(%s::regconfig, %s)), ' ')",
+            [SEARCH_CONFIG, term],
+        )
+        return cursor.fetchone()[0] or term  # a stop word has no stem
 
 
 # The FTS5 table is the one migration 0004_library made (its rowid is the chat's id); the

@@ -198,3 +198,11 @@ def test_only_the_newest_matches_are_ranked(analyst, monkeypatch):
         "Metals one",
         "Metals two",
     ]  # equal ranks, in the same order on both databases
+
+
+def test_the_snippet_shows_a_match_deep_in_a_long_chat(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Long")
+    finished_turn(chat, "Q", "Filler words here. " * 400 + "Then vanadium appears.")
+
+    [result] = chat_search_for_user(user=analyst, query="vanadium")
+    assert "<mark>vanadium</mark> appears" in result.snippet_html
