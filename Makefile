@@ -31,14 +31,16 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The browser tests need Chromium: scripts/ensure-chromium finds it (installing it when it can).
 test: $(VENV)/.dev lint
-	$(BIN)/pytest
+	CHROMIUM="$$(scripts/ensure-chromium)" && export CHROMIUM && $(BIN)/pytest
 
 # The same suite on PostgreSQL and the Redis channel layer (the two-process test runs here).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 test-services: $(VENV)/.dev
-	TEST_DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/pytest
+	CHROMIUM="$$(scripts/ensure-chromium)" && export CHROMIUM && \
+	  TEST_DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/pytest
 
 format: $(VENV)/.dev
 	$(BIN)/ruff check --fix .

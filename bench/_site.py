@@ -2,11 +2,12 @@
 
     .venv/bin/python bench/_site.py upstream PORT    # serve the stand-in agent (the benches do)
 
-The stand-in agent is a raw ASGI app served by uvicorn in its own process. What it streams is
-read from the question itself, so the site needs no change: "bench events=5000 rate=0" streams
-5,000 events as fast as it can; "bench events=150 rate=50 stamp=1" paces 150 events at 50/s and
-starts each ANSWER's content with the wall-clock time it was sent ("1712345678.123456|w3 "),
-which the page receives unchanged, so a client on the same machine can tell the added latency.
+The stand-in agent is the tests' scripted agent (`demo_agent.scripted`), served by uvicorn in its
+own process and told what to stream by the question itself, so the site needs no change:
+"bench events=5000 rate=0" streams 5,000 events as fast as it can; "bench events=150 rate=50
+stamp=1" paces 150 events at 50/s and starts each ANSWER's content with the wall-clock time it was
+sent ("1712345678.123456|w3 "), which the page receives unchanged, so a client on the same
+machine can tell the added latency.
 
 The site runs as a real server (uvicorn or daphne) in a subprocess on a fresh database; every
 client runs in the benchmark's own process, on one event loop. Loopback only. Not a test.
@@ -37,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"
 PYTHON = str(BIN / "python") if (BIN / "python").exists() else sys.executable
 sys.path.insert(0, str(ROOT))  # run from anywhere
+
+from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent  # noqa: E402
+from demo_agent.wire import sse_event  # noqa: E402
 
 FINISH_GRACE = 5.0  # seconds to wait for turn.finished after the last event
 UPSTREAM_CHAT_ID = "chat-bench"
@@ -101,49 +105,20 @@ def agent_messages(events: int) -> Iterator[dict[str, Any]]:
     yield {"type": "COMPLETE", "checkpoint_id": "ckpt-bench", "consumption": []}
 
 
-def sse_line(message: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps({'chat_id': UPSTREAM_CHAT_ID, 'message': message})}\n\n".encode()
+def bench_reply(request: ReceivedRequest) -> Reply:
+    """The run the question asks for, paced at its rate; stamped as each event leaves, if asked."""
+    spec = parse_question((request.json or {}).get("message", ""))
+    messages = agent_messages(int(spec["events"]))
+    if spec["stamp"]:
+        # Lazy: the scripted agent takes the next event only after its pacing wait.
+        messages = (stamped(message) for message in messages)
+    return Reply(body=(sse_event(UPSTREAM_CHAT_ID, m) for m in messages), rate=spec["rate"])
 
 
-async def upstream_app(scope, receive, send) -> None:
-    """The stand-in agent: stream the run its question asks for, paced if asked."""
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-    if scope["type"] != "http":
-        return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
-    spec = parse_question(json.loads(body or b"{}").get("message", ""))
-    rate, stamp = spec["rate"], bool(spec["stamp"])
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
-        }
-    )
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    for i, message in enumerate(agent_messages(int(spec["events"]))):
-        if rate:
-            # An absolute schedule, so a late tick does not slow the whole stream down.
-            delay = started + i / rate - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        if stamp and message["type"] == "ANSWER":
-            message = {**message, "content": f"{time.time():.6f}|{message['content']}"}
-        await send({"type": "http.response.body", "body": sse_line(message), "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
+def stamped(message: dict[str, Any]) -> dict[str, Any]:
+    if message["type"] != "ANSWER":
+        return message
+    return {**message, "content": f"{time.time():.6f}|{message['content']}"}
 
 
 # --- Processes -------------------------------------------------------------------------------
@@ -328,6 +303,10 @@ class Site:
             ALLOWED_HOSTS="127.0.0.1",
             LOG_LEVEL="WARNING",
             REDIS_URL="",
+            # One bench account drives every chat: lift the per-user limits it would hit.
+            WS_MAX_SOCKETS_PER_USER="100000",
+            WS_MAX_FRAMES_PER_SECOND="100000",
+            AGENT_MAX_CONCURRENT_TURNS="100000",
         )
         env.update(self.extra_env)
         return env
@@ -408,14 +387,14 @@ async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
     """Read and parse a run straight from the stand-in with the site's own parser."""
     import httpx
 
-    from chats.agent.sse import EventParser, aiter_events
+    from chats.agent.sse import StreamReader, aiter_events
 
     async with httpx.AsyncClient(trust_env=False, timeout=60) as client:
         started = time.perf_counter()
         count = 0
         payload = {"message": question(events=events), "research_effort": "standard"}
         async with client.stream("POST", upstream_url, json=payload) as response:
-            async for _event in aiter_events(response.aiter_text(), EventParser()):
+            async for _event in aiter_events(response.aiter_text(), StreamReader()):
                 count += 1
         return time.perf_counter() - started, count
 
@@ -676,7 +655,7 @@ def main(argv: list[str]) -> None:
         import uvicorn
 
         uvicorn.run(
-            upstream_app,
+            ScriptedAgent(respond=bench_reply),
             host="127.0.0.1",
             port=int(argv[2]),
             log_level="warning",

@@ -3,7 +3,7 @@
     .venv/bin/python bench/asgi_servers.py [--rounds N]
 
 Each round starts each server in turn (the order alternates between rounds) on a fresh SQLite
-database, against the same stand-in agent (bench/_site.py), and measures:
+database, against the same scripted stand-in agent (bench/_site.py), and measures:
 
 a. one 5,000-event run over the websocket, ask → turn.finished (median of 3);
 b. 50 concurrent chats, one turn each, 150 events at 50 events/s per turn: events/s delivered

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from markdown_it import MarkdownIt
 
+from chats.agent import bigdata as bigdata_adapter
 from citations.render import render_markdown
 from citations.render_html import render_html
 from citations.resolve import resolve_citations
@@ -112,7 +113,9 @@ def measure(scale: int, repeat: int, *, collector: bool) -> dict[str, float]:
     plain = MarkdownIt("commonmark", {"html": False}).enable("table")
 
     def resolve():
-        return resolve_citations(answer=answer, references=references, audit_traces=[])
+        # The adapter's reading is part of the stage, as it was when the resolver read dicts.
+        citations = [bigdata_adapter.citation(r) for r in references]
+        return resolve_citations(answer=answer, citations=citations)
 
     cited = resolve()
     gc.freeze()  # the inputs are long-lived: keep the collector from re-walking them every run

@@ -3,8 +3,8 @@
     .venv/bin/python bench/streaming.py [--repeat N] [--skip-services]
 
 The site runs under uvicorn in its own process on a fresh SQLite database with the in-memory
-channel layer; the stand-in agent (bench/_site.py) in another; every websocket client in this
-one, on one uvloop event loop. Three measurements:
+channel layer; the scripted stand-in agent (demo_agent.scripted, via bench/_site.py) in another;
+every websocket client in this one, on one uvloop event loop. Three measurements:
 
 1. One 5,000-event run over the site's websocket (ask → turn.finished) against reading and
    parsing the same stream straight from the stand-in with `chats.agent.sse.aiter_events`.

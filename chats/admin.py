@@ -7,12 +7,9 @@ whole table twice, and the event log is a paginated changelist rather than an in
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
-from typing import Any
 
-from django.contrib import admin, messages
-from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import Count, Exists, OuterRef
 from django.forms.models import BaseInlineFormSet
@@ -22,13 +19,24 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import content_disposition_header, urlencode
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import Truncator
 
 from citations.models import AuditTrace, Reference, Source
 from citations.render_html import render_html
+from citations.review_admin import (
+    OneObjectFilter,
+    ReviewOnlyAdmin,
+    ReviewOnlyInline,
+    admin_link,
+    headline_list,
+    json_text,
+    pretty_json,
+    summary,
+    turn_link,
+)
 from citations.selectors import cited_answer_for_turn
 
-from .agent.events import EVENT_CLASSES
+from .agent.events import KNOWN_TYPES
+from .export import export_turns_markdown
 from .models import Chat, Turn, TurnEvent
 
 admin.site.site_header = "ResearchSite review"
@@ -37,93 +45,6 @@ admin.site.index_title = "Past answers and their evidence"
 
 # The answer bodies: long, and shown only on a turn's own page.
 ANSWER_BODY_FIELDS = ("answer_text", "answer_html", "structured_output", "consumption")
-HEADLINES_SHOWN = 10
-
-
-class ReviewOnlyAdmin(admin.ModelAdmin):
-    """View-only: staff with the view permission read every page; only superusers delete."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
-
-
-class ReviewOnlyInline(admin.TabularInline):
-    extra = 0
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False  # delete the parent instead: its page lists everything that goes with it
-
-
-class OneObjectFilter(admin.SimpleListFilter):
-    """Filter on one object named in the URL; the sidebar names it instead of listing thousands."""
-
-    model: type
-
-    def lookups(self, request, model_admin):
-        if self.value() is None:
-            return []  # no sidebar entry: this filter is reached through links
-        found = self.model._default_manager.filter(pk=self.object_id()).first()
-        return [(self.value(), str(found) if found else f"#{self.value()} (not found)")]
-
-    def object_id(self) -> int:
-        value = self.value()
-        if not (value.isdecimal() and 0 < int(value) < 2**63):
-            raise IncorrectLookupParameters(f"{self.parameter_name} must be an id")
-        return int(value)
-
-
-def pretty_json(value: Any) -> SafeString:
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def summary(text: str, chars: int = 80) -> str:
-    return Truncator(text).chars(chars)
-
-
-def admin_link(obj, text: str) -> SafeString:
-    opts = obj._meta
-    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
-    return format_html('<a href="{}">{}</a>', url, text)
-
-
-def turn_link(turn_id: int) -> SafeString:
-    """Link to a turn from its id alone, so lists of its children need no join."""
-    url = reverse("admin:chats_turn_change", args=[turn_id])
-    return format_html('<a href="{}">Turn {}</a>', url, turn_id)
-
-
-def audit_headlines(data: Any) -> list[str]:
-    """Return the headlines of an AUDIT trace's results (`results[*].values[*].hd`)."""
-    results = data.get("results") if isinstance(data, dict) else None
-    headlines = []
-    for result in results if isinstance(results, list) else []:
-        values = result.get("values") if isinstance(result, dict) else None
-        for value in values if isinstance(values, list) else []:
-            if isinstance(value, dict) and isinstance(value.get("hd"), str) and value["hd"]:
-                headlines.append(value["hd"])
-    return headlines
-
-
-def headline_list(data: Any) -> SafeString | str:
-    headlines = audit_headlines(data)
-    if not headlines:
-        return "-"
-    items = format_html_join("", "<li>{}</li>", ((h,) for h in headlines[:HEADLINES_SHOWN]))
-    more = len(headlines) - HEADLINES_SHOWN
-    tail = format_html("<li>… and {} more</li>", more) if more > 0 else ""
-    return format_html("<ul>{}{}</ul>", items, tail)
 
 
 def format_duration(duration: timedelta | None) -> str:
@@ -261,7 +182,7 @@ class AuditTraceInline(ReviewOnlyInline):
 
     @admin.display(description="result headlines")
     def result_headlines(self, trace: AuditTrace) -> SafeString | str:
-        return headline_list(trace.data)
+        return headline_list(trace.result_headlines)
 
 
 class TurnChangeList(ChangeList):
@@ -323,6 +244,11 @@ class TurnAdmin(ReviewOnlyAdmin):
     )
     inlines = (ReferenceInline, AuditTraceInline)
 
+    class Media:
+        # Evidence cards on the cited answer, as on the chat page.
+        css = {"all": ["citations/evidence.css"]}
+        js = ["citations/evidence.js"]
+
     def get_changelist(self, request, **kwargs):
         return TurnChangeList
 
@@ -382,11 +308,6 @@ class TurnAdmin(ReviewOnlyAdmin):
 
     @admin.action(description="Export selected answers as one Markdown file", permissions=["view"])
     def export_markdown(self, request, queryset):
-        try:
-            from citations.export import export_turns_markdown  # imported late: in progress
-        except ImportError:
-            self.message_user(request, "The Markdown export is not available.", messages.ERROR)
-            return None
         turns = queryset.defer(None).order_by("created_at", "id")  # the list deferred the answers
         filename = f"answers-{timezone.now():%Y%m%d-%H%M%S}.md"
         return HttpResponse(
@@ -416,7 +337,7 @@ class EventTypeFilter(admin.SimpleListFilter):
     parameter_name = "type"
 
     def lookups(self, request, model_admin):
-        known = sorted(EVENT_CLASSES)
+        known = sorted(KNOWN_TYPES)
         value = self.value()
         return [(t, t) for t in known + ([value] if value and value not in known else [])]
 
@@ -441,7 +362,7 @@ class TurnEventAdmin(ReviewOnlyAdmin):
 
     @admin.display(description="data")
     def preview(self, event: TurnEvent) -> str:
-        return summary(json.dumps(event.data, ensure_ascii=False), 120)
+        return summary(json_text(event.data), 120)
 
     @admin.display(description="data")
     def data_pretty(self, event: TurnEvent) -> SafeString:

@@ -1,13 +1,13 @@
 """The chat page's websocket: ask, stop, and follow a chat's turns live or from a cursor.
 
-The consumer stays thin: it validates frames (`frames.py`), calls services and the run registry,
-and forwards the chat group's frames. Per connection it remembers the last seq sent for each
-turn, so live frames and log replays interleave with no gap and no duplicate.
+The consumer stays thin: frames are decoded and built by `protocol.py`, limits live in
+`sockets.py` and `services.turn_start`, and group frames are forwarded as they come. Per
+connection it remembers the last seq sent for each turn, so live frames and log replays
+interleave with no gap and no duplicate.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -15,69 +15,109 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from .event_log import chat_group
-from .frames import Ask, FrameError, Stop, Sync, parse_client_frame
-from .models import Turn
+from . import protocol
+from .protocol import Ask, ErrorCode, EventView, FrameError, Stop, Sync
 from .runner import get_registry, publish_turn_started, request_stop, turn_frame
-from .selectors import chat_find_for_user, turn_events_after
+from .selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
 from .services import TurnStartError, turn_start
+from .sockets import FrameRate, get_socket_leases, socket_close, socket_open
 
 logger = logging.getLogger(__name__)
 
-# Close codes the page understands (4000-4999 are the application's own).
+# Close codes (4000-4999 are the application's own); each follows an error frame saying why.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
 REPLAY_CHUNK = 1000
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.chat = None
+        self.groups_joined: list[str] = []
+        self.counted = False
         self.cursors: dict[int, int] = {}
         self.announced: set[int] = set()  # turns this page has been sent a card for
+        self.frame_rate = FrameRate(settings.WS_MAX_FRAMES_PER_SECOND)
         user = self.scope.get("user")
         chat_id = self.scope["url_route"]["kwargs"]["chat_id"]
-        # Accept first so the page receives the close code; a refused handshake carries none.
+        # Accept first so the page receives the reason and the close code; a refused
+        # handshake carries neither.
         await self.accept()
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(
+                ErrorCode.UNAUTHENTICATED,
+                "Your session has ended. Reload the page to log in again.",
+                CLOSE_UNAUTHENTICATED,
+            )
             return
-        self.chat = await database_sync_to_async(chat_find_for_user)(user=user, chat_id=chat_id)
-        if self.chat is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+        chat = await database_sync_to_async(chat_find_for_user)(user=user, chat_id=chat_id)
+        if chat is None:
+            await self.refuse(ErrorCode.NOT_FOUND, "This chat is not available.", CLOSE_NOT_FOUND)
             return
-        self.group = chat_group(self.chat.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        limit = settings.WS_MAX_SOCKETS_PER_USER
+        if not await database_sync_to_async(socket_open)(
+            user_id=user.pk, channel_name=self.channel_name, limit=limit
+        ):
+            await self.refuse(
+                ErrorCode.TOO_MANY_SOCKETS,
+                f"You have {limit} chat pages open already. Close one, then reload this page.",
+                CLOSE_TOO_MANY,
+            )
+            return
+        self.counted = True
+        get_socket_leases().hold(self.channel_name)
+        self.chat = chat
+        self.groups_joined = [protocol.chat_group(chat.pk), protocol.user_group(user.pk)]
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:
-        if self.chat is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.counted:
+            get_socket_leases().release(self.channel_name)
+            await database_sync_to_async(socket_close)(channel_name=self.channel_name)
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def refuse(self, code: ErrorCode, message: str, close_code: int) -> None:
+        """Say why, then close; frames that still arrive are ignored."""
+        self.chat = None
+        await self.send_json(protocol.error(code, message))
+        await self.close(code=close_code)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.chat is None:
             return
-        try:
-            if text_data is None:
-                raise FrameError("Frames must be JSON text.")
-            if len(text_data.encode()) > settings.WEBSOCKET_MAX_FRAME_BYTES:
-                raise FrameError(
-                    f"Frames are limited to {settings.WEBSOCKET_MAX_FRAME_BYTES} bytes."
+        if not self.frame_rate.allow():
+            if self.frame_rate.exhausted:
+                await self.refuse(
+                    ErrorCode.RATE_LIMITED,
+                    "Too many messages, for too long: the connection was closed.",
+                    CLOSE_TOO_MANY,
                 )
-            try:
-                data = json.loads(text_data)
-            except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
-                raise FrameError("Frames must be JSON.") from error
-            frame = parse_client_frame(data)
+            else:
+                dropped = "Too many messages at once: one was dropped."
+                await self.send_json(protocol.error(ErrorCode.RATE_LIMITED, dropped))
+            return
+        try:
+            frame = protocol.decode_client_frame(text_data, bytes_data)
             if isinstance(frame, Ask):
                 await self.handle_ask(frame)
             elif isinstance(frame, Stop):
                 await self.handle_stop(frame)
             elif isinstance(frame, Sync):
                 await self.handle_sync(frame)
-        except FrameError as error:
-            await self.send_json({"type": "error", "code": "bad_frame", "message": str(error)})
+        except FrameError as refused:
+            await self.send_json(protocol.error(refused.code, str(refused)))
+        except Exception:  # one bad frame must not take the page's socket down with it
+            logger.exception("Handling a frame failed")
+            failed = "Something went wrong on our side. Try again."
+            await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
 
     async def handle_ask(self, frame: Ask) -> None:
+        if not await self._session_is_alive():
+            await self.session_end({})
+            return
         try:
             turn, request = await database_sync_to_async(turn_start)(
                 chat=self.chat,
@@ -86,20 +126,25 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 parent_turn_id=frame.parent_turn_id,
                 restart=frame.restart,
             )
-        except TurnStartError as error:
-            raise FrameError(str(error)) from error
+        except TurnStartError as refused:
+            raise FrameError(str(refused), refused.code) from refused
         self.cursors[turn.pk] = 0
         await publish_turn_started(turn)
         await get_registry().start(turn, request)
 
     async def handle_stop(self, frame: Stop) -> None:
-        if not await self._owns_turn(frame.turn_id):
+        owned = await database_sync_to_async(turn_in_chat)(
+            turn_id=frame.turn_id, chat_id=self.chat.pk
+        )
+        if not owned:
             raise FrameError("That turn is not in this chat.")
         await request_stop(frame.turn_id)
 
     async def handle_sync(self, frame: Sync) -> None:
         """Send what the page missed: events after its cursors, then any turns it never saw."""
-        turns = await database_sync_to_async(_turns_to_sync)(self.chat.pk, frame)
+        turns = await database_sync_to_async(chat_turns_to_sync)(
+            chat_id=self.chat.pk, known=list(frame.cursors), newer_than=frame.newest_turn_id
+        )
         for turn in turns:
             if turn.pk not in frame.cursors and turn.pk not in self.announced:
                 self.announced.add(turn.pk)
@@ -122,17 +167,27 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if len(events) < REPLAY_CHUNK:
                 return
 
-    async def _send_events(self, turn_id: int, events: list[dict[str, Any]]) -> None:
+    async def _send_events(self, turn_id: int, events: list[EventView]) -> None:
         cursor = self.cursors[turn_id]
         fresh = [e for e in events if e["seq"] > cursor]
         if fresh:
             self.cursors[turn_id] = fresh[-1]["seq"]
-            await self.send_json({"type": "turn.events", "turn_id": turn_id, "events": fresh})
+            await self.send_json(protocol.turn_events(turn_id, fresh))
 
-    async def _owns_turn(self, turn_id: int) -> bool:
-        return await Turn.objects.filter(pk=turn_id, chat_id=self.chat.pk).aexists()
+    async def _session_is_alive(self) -> bool:
+        """Return False once the session this socket opened with has ended (a logout).
 
-    # --- Frames from the chat group ---------------------------------------------------------
+        The logout closes the socket through the user's group; this check also holds when that
+        message is lost or the socket is mid-close. A scope without a session (tests that set
+        the user directly) has nothing to check.
+        """
+        session = self.scope.get("session")
+        if session is None:
+            return True
+        key = session.session_key
+        return bool(key) and await database_sync_to_async(session.exists)(key)
+
+    # --- Messages from the chat's and the user's groups -----------------------------------
 
     async def turn_started(self, message: dict[str, Any]) -> None:
         if message["turn_id"] in self.announced:
@@ -152,8 +207,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def turn_finished(self, message: dict[str, Any]) -> None:
         await self.send_json(message)
 
-
-def _turns_to_sync(chat_id: int, frame: Sync) -> list[Turn]:
-    known = Turn.objects.filter(chat_id=chat_id, pk__in=list(frame.cursors))
-    newer = Turn.objects.filter(chat_id=chat_id, pk__gt=frame.newest_turn_id)
-    return list((known | newer).distinct().order_by("pk"))
+    async def session_end(self, message: dict[str, Any]) -> None:
+        await self.refuse(
+            ErrorCode.LOGGED_OUT,
+            "You have logged out. Log in again to keep asking.",
+            CLOSE_UNAUTHENTICATED,
+        )

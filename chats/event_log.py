@@ -12,23 +12,17 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from .agent.events import AgentEvent
-from .frames import event_view
 from .models import TurnEvent
+from .protocol import chat_group, event_view, publish, turn_events
 
 logger = logging.getLogger(__name__)
-
-
-def chat_group(chat_id: int) -> str:
-    return f"chat.{chat_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,16 +102,11 @@ def _write(batch: list[PendingEvent]) -> None:
 
 
 async def _publish(batch: list[PendingEvent]) -> None:
-    layer = get_channel_layer()
     by_turn = groupby(sorted(batch, key=lambda p: (p.turn_id, p.seq)), key=lambda p: p.turn_id)
     for turn_id, items in by_turn:
         items = list(items)
-        message: dict[str, Any] = {
-            "type": "turn.events",
-            "turn_id": turn_id,
-            "events": [event_view(p.seq, p.event) for p in items],
-        }
-        await layer.group_send(chat_group(items[0].chat_id), message)
+        views = [event_view(p.seq, p.event) for p in items]
+        await publish(chat_group(items[0].chat_id), turn_events(turn_id, views))
 
 
 _logs: dict[asyncio.AbstractEventLoop, EventLog] = {}

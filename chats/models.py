@@ -147,6 +147,23 @@ class TurnEvent(models.Model):
         return f"#{self.seq} {self.type}"
 
 
+class OpenSocket(models.Model):
+    """A chat websocket that is open now, in any process: the per-user socket cap counts these.
+
+    Each process renews the leases of its own sockets; a row whose lease lapsed belongs to a
+    process that died and is not counted.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="open_sockets"
+    )
+    channel_name = models.CharField(max_length=200, unique=True)
+    lease_expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return self.channel_name
+
+
 class ChatSearchDocument(models.Model):
     """A chat's searchable text: its title, and its questions, answers and sources' names.
 

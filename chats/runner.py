@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from . import display
 from .agent.client import AgentError, AgentRequest, AgentSettings, AgentStream
 from .agent.transcript import Transcript
-from .event_log import chat_group, get_event_log
+from .event_log import get_event_log
 from .models import Turn
+from .protocol import (
+    TurnCardFrame,
+    chat_group,
+    control_group,
+    publish,
+    turn_card,
+    turn_notice,
+    turn_stop,
+)
 from .selectors import branch_turn
 from .services import turn_finish, turn_interrupt_orphans, turn_renew_leases
 
@@ -34,14 +44,10 @@ INTERRUPTING_KINDS = frozenset({"stalled", "dropped"})
 LISTENER_CLOSE = "turn.listener.close"
 
 
-def control_group(turn_id: int) -> str:
-    return f"turn.{turn_id}.control"
-
-
 def agent_settings() -> AgentSettings:
     return AgentSettings(
         url=settings.RESEARCH_AGENT_URL,
-        api_key=settings.BIGDATA_API_KEY,
+        api_key=settings.BIGDATA_API_KEY or settings.DEMO_AGENT_TOKEN,
         connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
         idle_timeout=settings.AGENT_IDLE_TIMEOUT,
         max_retries=settings.AGENT_MAX_RETRIES,
@@ -128,42 +134,37 @@ class TurnRun:
             await publish_turn_finished(turn)
 
     async def _notice_retry(self, message: str, delay: float) -> None:
-        await get_channel_layer().group_send(
-            chat_group(self.chat_id),
-            {
-                "type": "turn.notice",
-                "turn_id": self.turn_id,
-                "label": f"{message} Retrying in {delay:.0f} s.",
-            },
-        )
+        notice = turn_notice(self.turn_id, display.retry_notice(message, delay))
+        await publish(chat_group(self.chat_id), notice)
 
 
 def render_turn_card(turn: Turn) -> str:
     return render_to_string("chats/_turn.html", {"item": branch_turn(turn=turn)})
 
 
-async def turn_frame(kind: str, turn: Turn) -> dict[str, Any]:
+async def turn_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:
     """A frame that carries the turn's card as the page would render it now."""
-    html = await database_sync_to_async(render_turn_card)(turn)
-    return {
-        "type": kind,
-        "turn_id": turn.pk,
-        "parent_id": turn.parent_id,
-        "status": turn.status,
-        "html": html,
-    }
+
+    def render() -> tuple[str, str]:
+        return render_turn_card(turn), turn.chat.title if kind == "turn.started" else ""
+
+    html, chat_title = await database_sync_to_async(render)()
+    return turn_card(
+        kind,
+        turn_id=turn.pk,
+        parent_id=turn.parent_id,
+        status=turn.status,
+        html=html,
+        chat_title=chat_title,
+    )
 
 
 async def publish_turn_started(turn: Turn) -> None:
-    await get_channel_layer().group_send(
-        chat_group(turn.chat_id), await turn_frame("turn.started", turn)
-    )
+    await publish(chat_group(turn.chat_id), await turn_frame("turn.started", turn))
 
 
 async def publish_turn_finished(turn: Turn) -> None:
-    await get_channel_layer().group_send(
-        chat_group(turn.chat_id), await turn_frame("turn.finished", turn)
-    )
+    await publish(chat_group(turn.chat_id), await turn_frame("turn.finished", turn))
 
 
 class RunRegistry:
@@ -244,7 +245,7 @@ async def sweep_orphans() -> None:
 
 async def request_stop(turn_id: int) -> None:
     """Ask the run of `turn_id`, in whichever process it lives, to stop."""
-    await get_channel_layer().group_send(control_group(turn_id), {"type": "turn.stop"})
+    await publish(control_group(turn_id), turn_stop())
 
 
 _registries: dict[asyncio.AbstractEventLoop, RunRegistry] = {}

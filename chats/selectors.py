@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.shortcuts import get_object_or_404
 
-from .frames import stored_event_view
 from .models import Chat, Turn, TurnEvent
+from .protocol import EventView, stored_event_view
 
 
 def chat_list_for_user(*, user) -> list[Chat]:
@@ -96,7 +95,18 @@ def branch_turn(*, turn: Turn) -> BranchTurn:
     return BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
 
 
-def turn_events_after(*, turn_id: int, after_seq: int, limit: int = 5000) -> list[dict[str, Any]]:
+def turn_in_chat(*, turn_id: int, chat_id: int) -> bool:
+    return Turn.objects.filter(pk=turn_id, chat_id=chat_id).exists()
+
+
+def chat_turns_to_sync(*, chat_id: int, known: list[int], newer_than: int) -> list[Turn]:
+    """Return the chat's turns a page knows (`known`) or has never seen (ids > `newer_than`)."""
+    known_turns = Turn.objects.filter(chat_id=chat_id, pk__in=known)
+    newer = Turn.objects.filter(chat_id=chat_id, pk__gt=newer_than)
+    return list((known_turns | newer).distinct().select_related("chat").order_by("pk"))
+
+
+def turn_events_after(*, turn_id: int, after_seq: int, limit: int = 5000) -> list[EventView]:
     """Return the page's view of the logged events with seq > after_seq, in order."""
     rows = (
         TurnEvent.objects.filter(turn_id=turn_id, seq__gt=after_seq)

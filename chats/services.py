@@ -6,16 +6,18 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
 from citations.render_html import render_html
 from citations.services import citations_store_for_turn
 
+from . import display
 from .agent.client import AgentRequest
 from .agent.transcript import Transcript
-from .frames import LEAF
 from .models import Chat, Turn, TurnEvent
+from .protocol import LEAF, ErrorCode
 from .selectors import branch_leaf, chat_branch, chat_turn_tree
 
 logger = logging.getLogger(__name__)
@@ -28,7 +30,11 @@ def chat_create(*, owner) -> Chat:
 
 
 class TurnStartError(ValueError):
-    """The turn cannot be started as asked (e.g. the parent is not in this chat)."""
+    """The turn cannot be started as asked (the parent is not in this chat, a limit is reached)."""
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.BAD_FRAME) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @transaction.atomic
@@ -45,8 +51,28 @@ def turn_start(
     A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
     at the start of an existing conversation (an edited first question) branches from INITIAL;
     a restart begins a fresh upstream conversation while the local history stays.
+
+    Refused while the chat already streams a turn, or while the owner has
+    AGENT_MAX_CONCURRENT_TURNS streaming anywhere: each refusal costs no upstream request.
     """
+    # Lock the owner, then the chat (always in this order): asks of one user are counted one
+    # at a time, in every process, so twenty at once cannot all see room for one more.
+    list(get_user_model().objects.select_for_update().filter(pk=chat.owner_id).values("pk"))
     chat = Chat.objects.select_for_update().get(pk=chat.pk)
+    now = timezone.now()
+    # A streaming turn whose lease lapsed belongs to a dead process; the sweeper finishes it.
+    running = Turn.objects.streaming().filter(lease_expires_at__gt=now)
+    if running.filter(chat=chat).exists():
+        raise TurnStartError(
+            "This chat is still answering. Wait for it to finish or stop it first.",
+            ErrorCode.TURN_IN_PROGRESS,
+        )
+    if running.filter(chat__owner_id=chat.owner_id).count() >= settings.AGENT_MAX_CONCURRENT_TURNS:
+        raise TurnStartError(
+            f"You already have {settings.AGENT_MAX_CONCURRENT_TURNS} answers being written."
+            " Ask again when one of them has finished.",
+            ErrorCode.TOO_MANY_TURNS,
+        )
     tree = chat_turn_tree(chat=chat)
     by_id = {t.pk: t for children in tree.values() for t in children}
     if parent_turn_id == LEAF:
@@ -72,7 +98,6 @@ def turn_start(
         elif chat.upstream_chat_id:
             upstream_chat_id, from_checkpoint = chat.upstream_chat_id, INITIAL_CHECKPOINT
 
-    now = timezone.now()
     turn = Turn.objects.create(
         chat=chat,
         parent=parent,
@@ -86,7 +111,7 @@ def turn_start(
     chat.active_turn = turn
     chat.updated_at = now
     if not chat.title:
-        chat.title = " ".join(question.split())[:80]
+        chat.title = display.chat_title(question)
     chat.save(update_fields=["active_turn", "updated_at", "title"])
     request = AgentRequest(
         message=question,
@@ -117,10 +142,10 @@ def turn_finish(
         return None
     answer = transcript.answer
     cited = citations_store_for_turn(
-        turn=turn,
+        turn_id=turn.pk,
         answer=answer,
-        references=transcript.references,
-        audit_traces=transcript.audit_traces,
+        citations=transcript.citations,
+        tool_calls=transcript.tool_calls,
     )
     turn.answer_text = answer
     turn.answer_html = render_html(cited, doc_id=f"t{turn.pk}")
@@ -162,7 +187,7 @@ def turn_interrupt_orphans() -> list[Turn]:
         )
         turn = turn_finish(
             turn_id=turn_id,
-            transcript=Transcript.from_messages(messages),
+            transcript=Transcript.from_log(messages),
             status=Turn.Status.INTERRUPTED,
             error="The server stopped while this answer was being written. Retry to ask again.",
             error_kind=Turn.ErrorKind.SERVER,

@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from citations.export import export_turns_markdown
-
+from .display import page_limits
+from .export import export_turns_markdown
 from .models import Turn
 from .selectors import chat_branch, chat_get_for_user
 from .services import TurnStartError, chat_create, chat_select_branch
@@ -42,6 +42,7 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         "newest_turn_id": chat.turns.order_by("-pk").values_list("pk", flat=True).first() or 0,
         "efforts": Turn.Effort.choices,
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
+        "limits": page_limits(),
     }
     return render(request, "chats/chat_detail.html", context)
 

@@ -14,9 +14,8 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from chats.admin import ReviewOnlyAdmin, headline_list, pretty_json, summary, turn_link
-
 from .models import AuditTrace, Source
+from .review_admin import ReviewOnlyAdmin, headline_list, pretty_json, summary, turn_link
 
 
 def safe_link(url: str) -> SafeString | str:
@@ -107,7 +106,7 @@ class AuditTraceAdmin(ReviewOnlyAdmin):
 
     @admin.display(description="result headlines")
     def result_headlines(self, trace: AuditTrace) -> SafeString | str:
-        return headline_list(trace.data)
+        return headline_list(trace.result_headlines)
 
     @admin.display(description="trace as received")
     def data_pretty(self, trace: AuditTrace) -> SafeString:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from html import escape
 from typing import Any
 
 from markdown_it.rules_core import StateCore
@@ -21,24 +22,29 @@ from markdown_it.token import Token
 from .resolve import CitedAnswer
 
 _LINK_DEPTH = {"link_open": 1, "link_close": -1}
-_STRUCTURE_CHARS = frozenset("-=*_~` \t")  # fences, thematic breaks, setext underlines
 
 
 def marker_env(cited: CitedAnswer) -> tuple[list[tuple[int, str]], dict[str, Any]]:
-    """Return the placeholder insertions and the parser env entries that find them."""
+    """Return the placeholder insertions (at the shared placements) and the parser env entries
+    that find them.
+
+    A placeholder names its footnote and its claim (the marker's index), `.<nonce>n1c0.`;
+    a flagged claim's marker is followed by `.<nonce>f0.`, its figure-check flag.
+    """
     digest = hashlib.sha256(cited.answer.encode("utf-8", "surrogatepass")).hexdigest()
     nonce = f"c{digest[:12]}"
-    numbers_at: dict[int, set[int]] = {}
-    for ref in cited.references:
-        if ref.footnote is not None:
-            offset = _marker_offset(cited.answer, ref.start, ref.end)
-            numbers_at.setdefault(offset, set()).add(ref.footnote)
+    flagged = {c.index for c in cited.claims if c.is_flagged}
     insertions = []
-    for offset in sorted(numbers_at):
-        markers = "".join(f".{nonce}n{n}." for n in sorted(numbers_at[offset]))
-        indent = _structural_line_indent(cited.answer, offset)
-        insertions.append((offset, markers if indent is None else f"\n\n{indent}{markers}\n"))
-    env = {"citation_nonce": nonce, "citation_marker": re.compile(rf"\.{nonce}n(\d+)\.")}
+    for index, marker in enumerate(cited.markers):
+        text = "".join(f".{nonce}n{n}c{index}." for n in marker.numbers)
+        if index in flagged:
+            text += f".{nonce}f{index}."
+        insertions.append((marker.offset, marker.insertion(text)))
+    env = {
+        "citation_nonce": nonce,
+        "citation_marker": re.compile(rf"\.{nonce}(?:n(\d+)c(\d+)|f(\d+))\."),
+        "citation_flags": {c.index: c.check.message for c in cited.claims if c.is_flagged},
+    }
     return insertions, env
 
 
@@ -47,63 +53,12 @@ def anchor(doc_id: str, number: int) -> str:
     return f"-{doc_id}-{number}"
 
 
-def _marker_offset(answer: str, start: int, end: int) -> int:
-    """Return where a marker for answer[start:end] renders as one.
-
-    Before trailing whitespace, so that a span ending in a newline does not put the marker at
-    the start of the next block; inside the last cell of a table row, since after the closing
-    pipe it would make a cell of its own; and never right after an odd run of backslashes,
-    which would escape the marker's first dot and eat the backslash.
-    """
-    offset = _before_blanks(answer, start, end)
-    if offset > start and answer[offset - 1] == "|" and _ends_line(answer, offset):
-        offset = _before_blanks(answer, start, offset - 1)
-    backslashes = 0
-    while offset - backslashes > 0 and answer[offset - backslashes - 1] == "\\":
-        backslashes += 1
-    return offset - backslashes % 2
-
-
-def _before_blanks(answer: str, start: int, offset: int) -> int:
-    while offset > start and answer[offset - 1].isspace():
-        offset -= 1
-    return offset
-
-
-def _structural_line_indent(answer: str, offset: int) -> str | None:
-    """Return the indent of the line `offset` ends if it is structural, else None.
-
-    Text after a closing code fence, a thematic break or a setext underline would change what
-    that line is (a fence that stops closing swallows the rest of the answer), so a marker
-    there goes in a paragraph of its own below it, at the same indent.
-    """
-    start = offset
-    while start > 0 and answer[start - 1] in _STRUCTURE_CHARS:
-        start -= 1
-    line = answer[start:offset]
-    if (
-        (start > 0 and answer[start - 1] != "\n")
-        or not line.strip()
-        or not _ends_line(answer, offset)
-    ):
-        return None
-    return line[: len(line) - len(line.lstrip(" \t"))]
-
-
-def _ends_line(answer: str, offset: int) -> bool:
-    """Return True when only blanks follow `offset` on its line."""
-    end = offset
-    while end < len(answer) and answer[end] in " \t\r":
-        end += 1
-    return end == len(answer) or answer[end] == "\n"
-
-
 def settle_markers(state: StateCore) -> None:
     """Core rule: leave markers only in text outside links and code.
 
     A marker that landed in inline code or a link (its text, URL or title) moves to just after
-    it, since a link inside a link is invalid; one in a code block is dropped, and its source
-    is still listed under Sources.
+    it, since a link inside a link is invalid. `markers.place_markers` already keeps markers
+    out of code blocks; one that still lands in code (an unclosed fence) is dropped.
     """
     nonce = state.env.get("citation_nonce")
     if nonce is None:
@@ -149,14 +104,17 @@ def link_markers(html: str, env: dict[str, Any]) -> str:
     notes, doc_id = env["footnotes"]["list"], env["docId"]
 
     def sup(match: re.Match[str]) -> str:
-        number = int(match[1])
+        if match[3] is not None:
+            message = escape(env["citation_flags"][int(match[3])])
+            return f'<span class="claim-flag" role="note">{message}</span>'
+        number, claim = int(match[1]), int(match[2])
         note = notes[number - 1]
         ident = anchor(doc_id, number)
         backref_target = "" if note["count"] else f' id="fnref{ident}"'  # first use only
         note["count"] += 1
         return (
             f'<sup class="footnote-ref"><a href="#fn{ident}"{backref_target} '
-            f'rel="noopener noreferrer">[{number}]</a></sup>'
+            f'data-claim="{claim}" rel="noopener noreferrer">[{number}]</a></sup>'
         )
 
     return env["citation_marker"].sub(sup, html)

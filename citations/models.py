@@ -10,6 +10,8 @@ class Source(models.Model):
     class Type(models.TextChoices):
         BIGDATA = "BIGDATA"
         EXTERNAL = "EXTERNAL"
+        WEB = "WEB"
+        DOCUMENT = "DOCUMENT"
         OTHER = "OTHER"
 
     key = models.CharField(max_length=600, unique=True, help_text="id, else URL, else headline.")
@@ -37,6 +39,9 @@ class AuditTrace(models.Model):
     tool_id = models.CharField(max_length=200, blank=True, db_index=True)
     audit_type = models.CharField(max_length=100, blank=True)
     title = models.TextField(blank=True, help_text="The search query or the trace's title.")
+    results = models.JSONField(
+        default=list, blank=True, help_text="The documents the call returned, cited or not."
+    )
     data = models.JSONField()
 
     class Meta:
@@ -46,11 +51,8 @@ class AuditTrace(models.Model):
         return f"{self.audit_type} {self.tool_id}".strip()
 
     @property
-    def label(self) -> str:
-        """What the tool call did, in the words the chat page uses: "Searched: NVIDIA margins"."""
-        if self.audit_type.startswith("Search") and self.title:
-            return f"Searched: {self.title}"
-        return self.title or self.audit_type or "A tool call"
+    def result_headlines(self) -> list[str]:
+        return [r["headline"] for r in self.results if isinstance(r, dict) and r.get("headline")]
 
 
 class Reference(models.Model):
@@ -71,6 +73,14 @@ class Reference(models.Model):
     is_valid = models.BooleanField(default=True, db_index=True)
     problem = models.CharField(max_length=200, blank=True, help_text="Why it is not shown.")
     footnote = models.PositiveIntegerField(null=True, blank=True)
+    passages = models.JSONField(
+        default=list, blank=True, help_text="What the source says in support: [{text, relevance}]."
+    )
+    claim_check = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The figure check of the claim this reference supports (citations.claims).",
+    )
     data = models.JSONField(help_text="The reference as received.")
 
     class Meta:

@@ -18,7 +18,7 @@ _LINK_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 def markdown_insertions(cited: CitedAnswer, *, label_prefix: str = "") -> list[tuple[int, str]]:
     """Return (answer offset, marker text) pairs in offset order."""
     return [
-        (marker.offset, "".join(f"[^{label_prefix}{n}]" for n in marker.numbers))
+        (marker.offset, marker.insertion("".join(f"[^{label_prefix}{n}]" for n in marker.numbers)))
         for marker in cited.markers
     ]
 
@@ -68,6 +68,7 @@ def render_json(cited: CitedAnswer) -> dict[str, Any]:
                 "footnote": r.footnote,
                 "is_valid": r.is_valid,
                 "problem": r.problem,
+                "passages": [p.to_data() for p in r.passages],
                 "data": r.data,
             }
             for r in cited.references
@@ -86,11 +87,20 @@ def render_json(cited: CitedAnswer) -> dict[str, Any]:
             for s in cited.sources
         ],
         "numbering": [{"offset": m.offset, "footnotes": list(m.numbers)} for m in cited.markers],
+        "claims": [
+            {
+                "start": c.start,
+                "end": c.end,
+                "footnotes": list(c.footnotes),
+                "check": c.check.to_dict() if c.check else None,
+            }
+            for c in cited.claims
+        ],
         "tool_attributions": [
             {
                 "tool_name": t.display_name,
                 "audit_id": t.audit_id,
-                "audit_type": t.trace.audit_type if t.trace else None,
+                "audit_type": t.tool_call.kind if t.tool_call else None,
                 "title": t.title,
                 "spans": [list(span) for span in t.spans],
             }

@@ -18,7 +18,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 
+from .evidence import checks_summary, shared_words
 from .html_markers import anchor, link_markers, marker_env, settle_markers
+from .references import Passage
 from .render import insert_at
 from .resolve import CitedAnswer, CitedSource, ToolAttribution
 
@@ -48,8 +50,119 @@ def render_html(cited: CitedAnswer, *, doc_id: str) -> str:
         # After sanitising: the links are fixed markup; this also counts the uses of each
         # footnote, which its back-link in the Sources list needs.
         answer_html = link_markers(answer_html, env)
-    tail = _tool_badges(cited.tool_attributions) + render(tokens[split:], _MARKDOWN.options, env)
+    tail = (
+        _checks_summary(cited)
+        + _tool_badges(cited.tool_attributions)
+        + render(tokens[split:], _MARKDOWN.options, env)
+        + _also_consulted(cited)
+        + _evidence(cited, doc_id)
+    )
     return answer_html + _CLEANER.clean(tail)
+
+
+def _checks_summary(cited: CitedAnswer) -> str:
+    summary = checks_summary(cited)
+    return f'<p class="claim-summary">{escape(summary)}.</p>\n' if summary else ""
+
+
+def _also_consulted(cited: CitedAnswer) -> str:
+    """Return what the agent's tools retrieved but the answer never cited, under a fold."""
+    cited_keys = {s.key for s in cited.sources}
+    unused = {}
+    for call in cited.tool_calls:
+        for document in call.results:
+            if document.key not in cited_keys:
+                unused.setdefault(document.key, document)
+    if not unused:
+        return ""
+    items = "".join(
+        f"<li>{_link(d.url, d.label)}"
+        + (f" · {escape(d.headline)}" if d.headline and d.headline != d.label else "")
+        + "</li>"
+        for d in unused.values()
+    )
+    return (
+        f'<details class="also-consulted"><summary>Also consulted ({len(unused)})</summary>'
+        f"<ul>{items}</ul></details>\n"
+    )
+
+
+def _evidence(cited: CitedAnswer, doc_id: str) -> str:
+    """Return the evidence cards, hidden: the page shows one when a marker is hovered or
+    focused (`evidence.js`). Each claim's card lists, per source, the passages it contributed
+    with the words they share with the claim marked."""
+    if not cited.claims:
+        return ""
+    sources = {s.number: s for s in cited.sources}
+    cards = []
+    for claim in cited.claims:
+        text = _plain_text(cited.answer[claim.start : claim.end])
+        parts = [f'<p class="evidence-claim-text">{escape(text)}</p>']
+        if claim.check is not None and claim.check.status != "no_figures":
+            state = "flagged" if claim.is_flagged else claim.check.status.replace("_", "-")
+            message = escape(claim.check.message)
+            parts.append(f'<p class="evidence-check evidence-check-{state}">{message}</p>')
+        for number, passages in claim.passages:
+            source = sources[number]
+            meta = " · ".join(
+                escape(x)
+                for x in (
+                    source.name,
+                    source.published_on.isoformat() if source.published_on else "",
+                    source.type.title(),
+                )
+                if x
+            )
+            shown = "".join(_passage(text, p) for p in passages) or (
+                '<p class="evidence-none">This source sent no passage to show.</p>'
+            )
+            headline = (
+                f'<p class="evidence-headline">{escape(source.headline)}</p>'
+                if source.headline
+                else ""
+            )
+            parts.append(
+                f'<div class="evidence-source" data-source="{number}">'
+                f'<p class="evidence-label">[{number}] {_link(source.url, source.label)}</p>'
+                f'<p class="evidence-meta">{meta}</p>{headline}{shown}</div>'
+            )
+        cards.append(
+            f'<div class="evidence-claim" data-claim="{claim.index}">{"".join(parts)}</div>'
+        )
+    return f'<div class="evidence" data-doc="{doc_id}" hidden>{"".join(cards)}</div>\n'
+
+
+def _plain_text(markdown: str) -> str:
+    """Return the words a reader sees in a piece of Markdown, on one line."""
+    words = []
+    for token in _MARKDOWN.parse(markdown, {}):
+        if token.type in {"fence", "code_block"}:
+            words.append(token.content)
+        for child in token.children or ():
+            if child.type in {"text", "code_inline"}:
+                words.append(child.content)
+    return " ".join(" ".join(words).split())
+
+
+def _passage(claim: str, passage: Passage) -> str:
+    pieces, previous = [], 0
+    for start, end in shared_words(claim, passage.text):
+        pieces.append(escape(passage.text[previous:start]))
+        pieces.append(f"<mark>{escape(passage.text[start:end])}</mark>")
+        previous = end
+    pieces.append(escape(passage.text[previous:]))
+    relevance = (
+        f'<span class="evidence-relevance">relevance {passage.relevance:.2f}</span>'
+        if passage.relevance is not None
+        else ""
+    )
+    return f'<blockquote class="evidence-passage">{"".join(pieces)}{relevance}</blockquote>'
+
+
+def _link(url: str, label: str) -> str:
+    if url:
+        return f'<a href="{escape(url)}">{escape(label)}</a>'
+    return escape(label)
 
 
 def _source_entry(source: CitedSource) -> str:
@@ -125,26 +238,34 @@ def _markdown_it() -> MarkdownIt:
 _MARKDOWN = _markdown_it()
 _CLEANER = nh3.Cleaner(
     tags={
-        "a", "blockquote", "br", "code", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li",
-        "ol", "p", "pre", "section", "span", "strong", "sup", "table", "tbody", "td", "th",
-        "thead", "tr", "ul",
+        "a", "blockquote", "br", "code", "details", "div", "em", "h1", "h2", "h3", "h4", "h5",
+        "h6", "hr", "li", "mark", "ol", "p", "pre", "section", "span", "strong", "summary", "sup",
+        "table", "tbody", "td", "th", "thead", "tr", "ul",
     },
     attributes={
-        "a": {"href", "title", "id"},
+        "a": {"href", "title", "id", "data-claim"},
+        "div": {"data-claim", "data-source", "data-doc", "hidden"},
         "li": {"id"},
         "ol": {"start"},
-        "span": {"title"},
+        "span": {"title", "role"},
         "td": {"style"},
         "th": {"style"},
     },
     allowed_classes={
         "a": {"footnote-backref"},
+        "blockquote": {"evidence-passage"},
+        "details": {"also-consulted"},
+        "div": {"evidence", "evidence-claim", "evidence-source"},
         "h2": {"footnotes-title"},
         "li": {"footnote-item"},
         "ol": {"footnotes-list"},
-        "p": {"tool-attributions"},
+        "p": {
+            "tool-attributions", "claim-summary", "evidence-claim-text", "evidence-check",
+            "evidence-check-flagged", "evidence-check-supported", "evidence-check-no-passage",
+            "evidence-label", "evidence-meta", "evidence-headline", "evidence-none",
+        },
         "section": {"footnotes"},
-        "span": {"tool-badge"},
+        "span": {"tool-badge", "claim-flag", "evidence-relevance"},
         "sup": {"footnote-ref"},
     },
     filter_style_properties={"text-align"},  # table column alignment

@@ -1,42 +1,94 @@
-"""Read cited answers back, rebuilt from the stored raw data by the resolver the live run uses."""
+"""Read cited answers back from the stored references, by the resolver the live run uses."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any, Protocol
 
-from django.db.models import QuerySet
-
-from chats.models import Turn
-
+from .claims import ClaimCheck
+from .evidence import with_stored_checks
 from .models import AuditTrace, Reference, Source
+from .references import Citation, Passage, SourceDocument, ToolCall
 from .resolve import CitedAnswer, resolve_citations
 
 
-def cited_answer_for_turn(turn: Turn) -> CitedAnswer:
-    """Return the turn's cited answer from its answer text, references and traces."""
+class AnsweredTurn(Protocol):
+    """What the core needs of a turn: its id and its answer text."""
+
+    pk: Any
+    answer_text: str
+
+
+def cited_answer_for_turn(turn: AnsweredTurn) -> CitedAnswer:
+    """Return the turn's cited answer from its answer text, references and tool calls."""
     return cited_answers_for_turns([turn])[turn.pk]
 
 
-def cited_answers_for_turns(turns: Sequence[Turn]) -> dict[int, CitedAnswer]:
+def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAnswer]:
     """Return each turn's cited answer by pk, in two queries whatever the number of turns."""
-    references: dict[int, list] = defaultdict(list)
-    traces: dict[int, list] = defaultdict(list)
+    citations: dict[Any, list[Citation]] = defaultdict(list)
+    checks: dict[Any, dict[int, ClaimCheck]] = defaultdict(dict)
+    calls: dict[Any, list[ToolCall]] = defaultdict(list)
     turn_ids = [t.pk for t in turns]
-    rows = Reference.objects.filter(turn_id__in=turn_ids).order_by("turn_id", "position")
-    for turn_id, data in rows.values_list("turn_id", "data"):
-        references[turn_id].append(data)
-    rows = AuditTrace.objects.filter(turn_id__in=turn_ids).order_by("turn_id", "position")
-    for turn_id, data in rows.values_list("turn_id", "data"):
-        traces[turn_id].append(data)
-    return {
-        t.pk: resolve_citations(
-            answer=t.answer_text, references=references[t.pk], audit_traces=traces[t.pk]
+    references = (
+        Reference.objects.filter(turn_id__in=turn_ids)
+        .select_related("source")
+        .order_by("turn_id", "position")
+    )
+    for reference in references:
+        citations[reference.turn_id].append(_citation(reference))
+        if reference.claim_check:
+            position = len(citations[reference.turn_id]) - 1
+            checks[reference.turn_id][position] = ClaimCheck.from_dict(reference.claim_check)
+    for trace in AuditTrace.objects.filter(turn_id__in=turn_ids).order_by("turn_id", "position"):
+        calls[trace.turn_id].append(
+            ToolCall(
+                tool_id=trace.tool_id,
+                kind=trace.audit_type,
+                title=trace.title,
+                results=tuple(SourceDocument.from_data(r) for r in trace.results),
+                data=trace.data,
+            )
         )
-        for t in turns
-    }
+    answers = {}
+    for turn in turns:
+        cited = resolve_citations(
+            answer=turn.answer_text, citations=citations[turn.pk], tool_calls=calls[turn.pk]
+        )
+        stored = checks[turn.pk]
+        answers[turn.pk] = with_stored_checks(
+            cited,
+            {r.marker_offset: stored[r.position] for r in cited.references if r.position in stored},
+        )
+    return answers
 
 
-def turns_citing_source(source: Source) -> QuerySet[Turn]:
-    """Return the turns that show the source as a footnote, each once."""
-    return Turn.objects.filter(references__source=source).distinct()
+def source_document(source: Source) -> SourceDocument:
+    return SourceDocument(
+        key=source.key,
+        type=source.type,
+        name=source.name,
+        headline=source.headline,
+        url=source.url,
+        published_on=source.published_on,
+        data=source.data,
+    )
+
+
+def _citation(reference: Reference) -> Citation:
+    """Rebuild the citation the stored row was resolved from.
+
+    A shown reference links its Source; an invalid one keeps its problem, so it stays unshown
+    whatever its columns say.
+    """
+    return Citation(
+        start=reference.start,
+        end=reference.end,
+        source=source_document(reference.source) if reference.source else None,
+        tool_name=reference.tool_name,
+        audit_ids=(reference.audit_id,) if reference.audit_id else (),
+        passages=tuple(p for item in reference.passages if (p := Passage.from_data(item))),
+        problem="" if reference.is_valid else (reference.problem or "invalid"),
+        data=reference.data,
+    )

@@ -1,18 +1,18 @@
-"""Store what an answer cites: its AUDIT traces, its sources (deduplicated) and its references."""
+"""Store what an answer cites: its tool calls, its sources (deduplicated) and its references."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import transaction
 from django.db.models import JSONField, Value
 
-from chats.models import Turn
-
+from .evidence import with_checks
 from .models import AuditTrace, Reference, Source
-from .resolve import CitedAnswer, CitedSource, ResolvedReference, resolve_citations
+from .references import Citation, SourceDocument, ToolCall
+from .resolve import CitedAnswer, ResolvedReference, resolve_citations
 
 logger = logging.getLogger(__name__)
 _LOGGED_PROBLEMS = 20  # per warning line; the rest are counted
@@ -20,83 +20,105 @@ _LOGGED_PROBLEMS = 20  # per warning line; the rest are counted
 
 @transaction.atomic
 def citations_store_for_turn(
-    *, turn: Turn, answer: str, references: list[Any], audit_traces: list[Any]
+    *,
+    turn_id: int,
+    answer: str,
+    citations: Sequence[Citation],
+    tool_calls: Sequence[ToolCall] = (),
 ) -> CitedAnswer:
     """Resolve the turn's citations, replace what was stored for it, and return the result.
 
     Called once the answer is complete, inside the caller's transaction. The caller renders and
     stores the HTML from the returned answer.
     """
-    cited = resolve_citations(answer=answer, references=references, audit_traces=audit_traces)
-    Reference.objects.filter(turn=turn).delete()
-    AuditTrace.objects.filter(turn=turn).delete()
+    cited = with_checks(
+        resolve_citations(answer=answer, citations=citations, tool_calls=tool_calls)
+    )
+    checks = {c.end: c.check.to_dict() for c in cited.claims if c.check is not None}
+    Reference.objects.filter(turn_id=turn_id).delete()
+    AuditTrace.objects.filter(turn_id=turn_id).delete()
 
     traces = AuditTrace.objects.bulk_create(
         AuditTrace(
-            turn=turn,
-            position=t.position,
-            tool_id=_db_text(t.tool_id, 200),
-            audit_type=_db_text(t.audit_type, 100),
-            title=_db_text(t.title),
-            data=t.data,
+            turn_id=turn_id,
+            position=position,
+            tool_id=db_text(call.tool_id, 200),
+            audit_type=db_text(call.kind, 100),
+            title=db_text(call.title),
+            results=[_document_fields(r) for r in call.results],
+            data=_json(call.data),
         )
-        for t in cited.traces
+        for position, call in enumerate(cited.tool_calls)
     )
     trace_ids = {t.position: t.pk for t in traces}
-    source_ids = _source_ids(cited.sources)
+    source_ids = _source_ids(s.document for s in cited.sources)
     Reference.objects.bulk_create(
-        _reference_row(turn, ref, source_ids, trace_ids) for ref in cited.references
+        _reference_row(turn_id, ref, source_ids, trace_ids, checks) for ref in cited.references
     )
-    _log_invalid(turn, cited.invalid_references)
+    _log_invalid(turn_id, cited.invalid_references)
     return cited
 
 
-def _source_ids(sources: Iterable[CitedSource]) -> dict[str, int]:
+def _source_ids(documents: Iterable[SourceDocument]) -> dict[str, int]:
     """Return Source pks by key, creating the missing rows (a concurrent insert is harmless)."""
-    by_key = {s.key: s for s in sources}
+    by_key = {d.key: d for d in documents}
     ids = dict(Source.objects.filter(key__in=by_key).values_list("key", "pk"))
-    missing = [s for key, s in by_key.items() if key not in ids]
+    missing = [d for key, d in by_key.items() if key not in ids]
     if missing:
-        Source.objects.bulk_create((_source_row(s) for s in missing), ignore_conflicts=True)
-        ids.update(Source.objects.filter(key__in=[s.key for s in missing]).values_list("key", "pk"))
+        Source.objects.bulk_create((_source_row(d) for d in missing), ignore_conflicts=True)
+        ids.update(Source.objects.filter(key__in=[d.key for d in missing]).values_list("key", "pk"))
     return ids
 
 
-def _source_row(source: CitedSource) -> Source:
+def _source_row(document: SourceDocument) -> Source:
     return Source(
-        key=source.key,
-        type=source.type,
-        name=_db_text(source.name, 300),
-        headline=_db_text(source.headline),
-        url=source.url,
-        published_on=source.published_on,
-        label=_db_text(source.label, 400),
-        data=source.data,
+        key=document.key,
+        type=document.type if document.type in Source.Type.values else Source.Type.OTHER,
+        name=db_text(document.name, 300),
+        headline=db_text(document.headline),
+        url=db_text(document.url),
+        published_on=document.published_on,
+        label=db_text(document.label, 400),
+        data=_json(document.data),
     )
 
 
 def _reference_row(
-    turn: Turn, ref: ResolvedReference, source_ids: dict[str, int], trace_ids: dict[int, int]
+    turn_id: int,
+    ref: ResolvedReference,
+    source_ids: dict[str, int],
+    trace_ids: dict[int, int],
+    checks: dict[int, dict[str, Any]],
 ) -> Reference:
     return Reference(
-        turn=turn,
+        turn_id=turn_id,
         position=ref.position,
         start=_db_int(ref.start),
         end=_db_int(ref.end),
-        tool_name=_db_text(ref.tool_name, 200),
-        audit_id=_db_text(ref.audit_id, 200),
+        tool_name=db_text(ref.tool_name, 200),
+        audit_id=db_text(ref.audit_id, 200),
         # Only a shown reference links its Source, so "cited by" means cited.
         source_id=source_ids[ref.source_key] if ref.footnote is not None else None,
-        audit_trace_id=trace_ids[ref.trace.position] if ref.trace else None,
+        audit_trace_id=trace_ids[ref.tool_call_position]
+        if ref.tool_call_position is not None
+        else None,
         is_valid=ref.is_valid,
-        problem=_db_text(ref.problem, 200),
+        problem=db_text(ref.problem, 200),
         footnote=ref.footnote,
-        # A JSON null reference is stored as JSON null, not as a missing value.
-        data=Value(None, JSONField()) if ref.data is None else ref.data,
+        passages=[{"text": db_text(p.text), "relevance": p.relevance} for p in ref.passages],
+        claim_check=checks.get(ref.marker_offset) if ref.marker_offset is not None else None,
+        data=_json(ref.data),
     )
 
 
-def _log_invalid(turn: Turn, invalid: list[ResolvedReference]) -> None:
+def _document_fields(document: SourceDocument) -> dict[str, Any]:
+    """A tool call's result, without the raw object (the trace's own data holds that)."""
+    fields = document.to_data()
+    fields.pop("data")
+    return {k: db_text(v) if isinstance(v, str) else v for k, v in fields.items()}
+
+
+def _log_invalid(turn_id: int, invalid: list[ResolvedReference]) -> None:
     if not invalid:
         return
     problems = "; ".join(f"#{r.position}: {r.problem}" for r in invalid[:_LOGGED_PROBLEMS])
@@ -104,11 +126,16 @@ def _log_invalid(turn: Turn, invalid: list[ResolvedReference]) -> None:
     more = f"; and {hidden} more" if hidden > 0 else ""
     logger.warning(
         "Turn %s: %d invalid reference(s) kept but not shown: %s%s",
-        turn.pk,
+        turn_id,
         len(invalid),
         problems,
         more,
     )
+
+
+def _json(value: Any) -> Any:
+    # A JSON null is stored as JSON null, not as a missing value.
+    return Value(None, JSONField()) if value is None else value
 
 
 def _db_int(value: int | None) -> int | None:
@@ -116,7 +143,7 @@ def _db_int(value: int | None) -> int | None:
     return value if value is not None and -(2**31) <= value < 2**31 else None
 
 
-def _db_text(value: str, max_length: int | None = None) -> str:
-    """Return text that any database stores: lone surrogates replaced, cut to the column."""
-    value = value.encode("utf-8", "replace").decode()
+def db_text(value: str, max_length: int | None = None) -> str:
+    """Return text that any database stores: lone surrogates and NUL replaced, cut to the column."""
+    value = value.encode("utf-8", "replace").decode().replace("\x00", "\ufffd")
     return value[:max_length] if max_length else value

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import HttpError
 from .request import INITIAL_CHECKPOINT, ResearchRequest
-from .tokens import Chat, Checkpoint, PastTurn, TokenSigner
+from .tokens import BranchContext, Chat, Checkpoint, PastTurn, TokenSigner
 
 MAX_REMEMBERED_CHATS = 2048
 
@@ -23,7 +23,7 @@ MAX_REMEMBERED_CHATS = 2048
 class Conversation:
     chat: Chat
     chat_id: str
-    history: tuple[PastTurn, ...]  # earlier turns of the branch this request continues
+    context: BranchContext  # what the earlier turns of the branch this request continues tell
 
 
 class Conversations:
@@ -47,7 +47,7 @@ class Conversations:
             chat = checkpoint.chat
         if chat is None:
             chat = Chat(nonce=secrets.token_hex(8), persistence_mode=request.persistence_mode)
-            return Conversation(chat, self._signer.chat_id(chat), history=())
+            return Conversation(chat, self._signer.chat_id(chat), BranchContext())
 
         if chat.persistence_mode != request.persistence_mode:
             raise HttpError(400, "persistence_mode mismatch")
@@ -58,19 +58,19 @@ class Conversations:
         expired = anchor is not None and time.time() - anchor.created_at > self._ttl
         if expired and chat.persistence_mode == "disabled":
             raise HttpError(404, "Cannot follow up: chat expired")
-        history = anchor.history if anchor else ()
-        return Conversation(chat, self._signer.chat_id(chat), history)
+        context = anchor.context if anchor else BranchContext()
+        return Conversation(chat, self._signer.chat_id(chat), context)
 
     def checkpoint(self, conversation: Conversation, turn: PastTurn) -> str:
         """Return a fresh checkpoint id after `turn`, remembered as the chat's latest."""
         checkpoint = Checkpoint(
             chat=conversation.chat,
             created_at=time.time(),
-            nonce=secrets.token_hex(3),
-            history=(*conversation.history, turn),
+            nonce=secrets.token_hex(4),
+            context=conversation.context.after(turn),
         )
         token = self._signer.checkpoint_id(checkpoint)
-        # Remember the history as the token carries it (truncated), so both paths agree.
+        # Remember the checkpoint as the token carries it, so both paths agree.
         self._latest[conversation.chat.nonce] = self._signer.read_checkpoint_id(token)
         self._latest.move_to_end(conversation.chat.nonce)
         while len(self._latest) > MAX_REMEMBERED_CHATS:

@@ -2,17 +2,17 @@
 
 A question that names no company inherits the most recent companies of its branch ("what about
 its margins?" after a question on NVIDIA is about NVIDIA), and an elliptical "And Apple?" inherits
-the previous topic. The branch history comes from the checkpoint, never from process state.
+the previous topic. The branch's context comes from the checkpoint, never from process state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .corpus import Company, Corpus
 from .search import stem, words
-from .tokens import PastTurn
+from .tokens import BranchContext, PastTurn
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class Question:
 
 
 def understand(
-    text: str, *, history: Sequence[PastTurn], corpus: Corpus, vocabulary: Collection[str]
+    text: str, *, context: BranchContext, corpus: Corpus, vocabulary: Collection[str]
 ) -> Question:
     """Return what the question asks, resolved against the branch's earlier turns."""
     written = words(text)
@@ -151,16 +151,15 @@ def understand(
         content = [(w, s) for w, s in content if s not in _CALENDAR_WORDS]
 
     carried_over = False
-    last = next((turn for turn in reversed(history) if turn.companies), None)
-    if not companies and last is not None:
+    if not companies and context.companies:
         refers_back = any(w in PRONOUNS for w in lowered)
         about_something_else = bool(unknown_names) or any(s not in vocabulary for _, s in content)
         if refers_back or not (about_something_else or (topic is not None and topic.macro)):
-            companies = tuple(c for key in last.companies if (c := corpus.company(key)))
+            companies = tuple(c for key in context.companies if (c := corpus.company(key)))
             carried_over = bool(companies)
-    elif companies and not content and history and not wants_calendar:
+    elif companies and not content and context.turns and not wants_calendar:
         # "And Apple?" asks the previous question again about another company.
-        previous = history[-1].topic
+        previous = context.topic
         if text.strip().lower().startswith(FOLLOW_UP_OPENERS) and previous in TOPICS_BY_KEY:
             topic = TOPICS_BY_KEY[previous]
             wants_calendar = topic is CALENDAR

@@ -20,7 +20,7 @@ from .compose import Answer, Citation, Claim, Found, compose, nothing_found, pic
 from .corpus import Company, Corpus, load_corpus
 from .question import TOPICS_BY_KEY, Question, Topic, understand
 from .search import SearchIndex, tokenize
-from .tokens import PastTurn
+from .tokens import BranchContext, PastTurn
 
 SEARCH_RESULTS = 6
 _CHUNK = re.compile(r"\S+\s*|\s+")
@@ -124,18 +124,18 @@ class ResearchTurn:
         *,
         message: str,
         research_effort: str,
-        history: Sequence[PastTurn],
+        context: BranchContext,
         library: Library,
         rng: random.Random | None = None,
     ) -> None:
         self._library = library
         self._corpus = library.corpus
         self._effort = EFFORTS[research_effort]
-        self._history = tuple(history)
+        self._context = context
         self._rng = rng or random.Random()
         self._usage = _Usage()
         self.question: Question = understand(
-            message, history=history, corpus=library.corpus, vocabulary=library.index.vocabulary
+            message, context=context, corpus=library.corpus, vocabulary=library.index.vocabulary
         )
 
     def steps(self) -> Iterator[Step]:
@@ -373,14 +373,15 @@ class ResearchTurn:
     def _consumption(self) -> list[dict[str, Any]]:
         # Rough figures of the right shape: about four characters per token.
         system_prompt = 2048
-        history_chars = sum(len(turn.question) + 200 for turn in self._history)
+        context = self._context
+        history_chars = context.question_chars + 200 * context.turns
         input_tokens = (
             system_prompt
             + (len(self.question.text) + history_chars + self._usage.retrieved_chars) // 4
             + 120 * self._usage.tool_calls
         )
         output_tokens = self._usage.written_chars // 4 + 40 * self._usage.tool_calls
-        cached = system_prompt if self._history else 0
+        cached = system_prompt if context.turns else 0
         return [
             {
                 "type": "base",

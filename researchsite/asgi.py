@@ -25,9 +25,27 @@ def _http_app():
     site = ASGIStaticFilesHandler(django_asgi_app)
     if not settings.DEMO_AGENT_ENABLED:
         return site
+    from urllib.parse import urlsplit
+
+    from django.http.request import split_domain_port, validate_host
+
+    from demo_agent.access import SiteOnly
     from demo_agent.app import DemoAgentApp
 
-    demo = DemoAgentApp(secret=settings.DEMO_AGENT_SECRET, pace=settings.DEMO_AGENT_PACE)
+    def host_allowed(host: str) -> bool:
+        # The host of RESEARCH_AGENT_URL too: the site calls 127.0.0.1 even when ALLOWED_HOSTS
+        # names only its public name. No browser page can send that Host for another site.
+        own = urlsplit(settings.RESEARCH_AGENT_URL).netloc
+        domain, _ = split_domain_port(host)
+        return bool(domain) and validate_host(
+            domain, [*settings.ALLOWED_HOSTS, split_domain_port(own)[0]]
+        )
+
+    demo = SiteOnly(
+        DemoAgentApp(secret=settings.DEMO_AGENT_SECRET, pace=settings.DEMO_AGENT_PACE),
+        token=settings.DEMO_AGENT_TOKEN,
+        host_allowed=host_allowed,
+    )
 
     async def http_app(scope, receive, send):
         if scope["path"] == settings.DEMO_AGENT_PATH:

@@ -5,6 +5,8 @@ SECRET_KEY a random key is generated once and kept in the ignored `.local/` fold
 fresh clone runs out of the box and production must set its own.
 """
 
+import hashlib
+import hmac
 import secrets
 from pathlib import Path
 
@@ -157,6 +159,9 @@ AGENT_PERSISTENCE_MODE = env.str("AGENT_PERSISTENCE_MODE", default="enabled")
 # The demo agent signs its checkpoints so that foreign ones are refused like the real API's.
 DEMO_AGENT_SECRET = env.str("DEMO_AGENT_SECRET", default="") or SECRET_KEY
 DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast as it can
+# The key the site sends its own demo agent, which answers nobody else. Derived, not random, so
+# that with several workers a request from one is accepted by another's mount.
+DEMO_AGENT_TOKEN = hmac.new(SECRET_KEY.encode(), b"demo-agent-api-key", hashlib.sha256).hexdigest()
 
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
@@ -164,6 +169,15 @@ TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
 TURN_HEARTBEAT_SECONDS = env.float("TURN_HEARTBEAT_SECONDS", default=10.0)
 WEBSOCKET_MAX_FRAME_BYTES = 16 * 1024
 MESSAGE_MAX_CHARS = 8000
+
+# --- Limits ---------------------------------------------------------------------------------
+# Enforced by the server; each refusal reaches the page as an error frame with a code.
+# Open chat sockets per user, counted in the database so the cap holds across processes.
+WS_MAX_SOCKETS_PER_USER = env.int("WS_MAX_SOCKETS_PER_USER", default=10)
+# Frames per second per socket (a token bucket of this size, refilled at this rate).
+WS_MAX_FRAMES_PER_SECOND = env.float("WS_MAX_FRAMES_PER_SECOND", default=20.0)
+# Streaming turns per user across all their chats (and always one per chat).
+AGENT_MAX_CONCURRENT_TURNS = env.int("AGENT_MAX_CONCURRENT_TURNS", default=3)
 
 # --- Logging --------------------------------------------------------------------------------
 LOGGING = {

@@ -3,14 +3,20 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Permission
 
-FIXTURES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "streams"
+# Wire captures and the exact Markdown each must render to (copied verbatim from their sources).
+FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
+STREAMS_DIR = FIXTURES_DIR / "streams"
+PROVIDERS_DIR = FIXTURES_DIR / "providers"
 
 
 @pytest.fixture
 def stream_fixtures_dir() -> Path:
-    if not FIXTURES_DIR.is_dir():
-        pytest.fail(f"The shared stream captures are missing: {FIXTURES_DIR}")
-    return FIXTURES_DIR
+    return STREAMS_DIR
+
+
+@pytest.fixture
+def provider_fixtures_dir() -> Path:
+    return PROVIDERS_DIR
 
 
 # What a compliance reviewer is given: staff, and the view permissions of the transcript models.

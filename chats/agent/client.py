@@ -12,6 +12,7 @@ import email.utils
 import functools
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -21,8 +22,9 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import aconnect_sse
 
+from .bigdata import BigdataAdapter
 from .events import AgentEvent
-from .sse import EventParser, aiter_events
+from .sse import DEFAULT_MAX_LINE_CHARS, StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class AgentSettings:
     idle_timeout: float = 120.0
     max_retries: int = 3
     backoff_base: float = 0.5
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
 
 
 @functools.cache
@@ -89,13 +92,13 @@ class AgentStream:
     ) -> None:
         self.request = request
         self.settings = settings
-        self.parser = EventParser()
+        self.reader = StreamReader(BigdataAdapter(), max_line_chars=settings.max_line_chars)
         self._on_retry = on_retry
         self._transport = transport
 
     @property
     def malformed_lines(self) -> int:
-        return self.parser.malformed_lines
+        return self.reader.malformed_lines
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         timeout = httpx.Timeout(
@@ -124,8 +127,8 @@ class AgentStream:
                         response = source.response
                         if response.status_code >= 400:
                             await response.aread()
-                            raise _http_error(response, self.request)
-                        async for event in aiter_events(response.aiter_text(), self.parser):
+                            raise _http_error(response, self.request, self.settings.api_key)
+                        async for event in aiter_events(response.aiter_text(), self.reader):
                             started = True
                             yield event
                         return
@@ -185,10 +188,10 @@ class AgentStream:
         return urlsplit(self.settings.url).netloc or self.settings.url
 
 
-def _http_error(response: httpx.Response, request: AgentRequest) -> AgentError:
+def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -> AgentError:
     """Build the user-facing error for a refused request from the body's `detail`."""
     status = response.status_code
-    detail = _detail(response)
+    detail = redact(_detail(response), api_key)
     continuing = bool(request.chat_id or request.from_checkpoint_id)
     lowered = detail.lower()
     if continuing and ((status == 404) or (status in {400, 409} and "persistence_mode" in lowered)):
@@ -219,7 +222,7 @@ def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        return response.text.strip()[:300]
+        return response.text.strip()[:2000]
     detail = body.get("detail") if isinstance(body, dict) else body
     if isinstance(detail, list):
         parts = []
@@ -231,8 +234,27 @@ def _detail(response: httpx.Response) -> str:
                 )
             else:
                 parts.append(str(item))
-        return "; ".join(parts)[:300]
-    return str(detail)[:300] if detail is not None else ""
+        return "; ".join(parts)
+    return str(detail) if detail is not None else ""
+
+
+_SECRET_LIKE = re.compile(
+    r"(?i)(x-api-key|api[_-]?key|authorization|bearer|token|secret)([\"'\s:=]+)([^\s\"',;]+)"
+)
+DETAIL_MAX_CHARS = 300
+
+
+def redact(text: str, *secrets: str) -> str:
+    """Return upstream error text safe to show: our secrets and key-like values masked, bounded.
+
+    An upstream may echo the request (headers included) in its error body.
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    text = _SECRET_LIKE.sub(lambda m: f"{m[1]}{m[2]}[redacted]", text)
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_MAX_CHARS else text[: DETAIL_MAX_CHARS - 1] + "…"
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -1,210 +1,235 @@
-"""Typed events of the Research Agent stream (seed 002, "Message types").
+"""The typed events every provider's adapter produces, whatever its wire format.
 
-`event_from_envelope` is the one place that reads upstream JSON: it unwraps either envelope
-(`message` for the Research Agent, `delta` for Workflows) and dispatches on `type`. Unknown
-types become `UnknownEvent`, kept and stored, never fatal (seed 002, "Forward compatibility").
+The vocabulary is the Research Agent's (seed 002): a run plans, thinks, calls tools, streams
+its answer and its citations, and completes or fails. Adapters (`bigdata.py`, and one per other
+provider) build these; everything past them (the run, the event log, the page) reads only
+these fields. `data` is the event in our own JSON schema, which the event log stores and
+`event_from_data` reads back; `raw` is the wire text the event came from, kept for the record.
+That schema borrows the Research Agent's message shape (seed 002) for every type but AUDIT and
+GROUNDING, whose provider-neutral forms are `ToolCall`s and `Citation`s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
+
+from citations.references import Citation, ToolCall
+
+AGENT_ERROR = "The research agent reported an error."
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentEvent:
-    """Fields every message may carry; `data` is the message exactly as received."""
-
     type: str
-    data: dict[str, Any] = field(repr=False)
-    chat_id: str | None = None
-    message_id: str | None = None
-    role: str = "assistant"
+    chat_id: str | None = None  # the provider's conversation id, when its envelope carries one
+    raw: str | None = field(default=None, compare=False, repr=False)
 
-    TYPE: ClassVar[str] = ""
+    @property
+    def data(self) -> dict[str, Any]:
+        data = {"type": self.type, **self._payload()}
+        if self.chat_id:
+            data["chat_id"] = self.chat_id
+        return data
+
+    def _payload(self) -> dict[str, Any]:
+        return {}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlanningEvent(AgentEvent):
-    TYPE: ClassVar[str] = "PLANNING"
+    type: str = "PLANNING"
+    title: str = ""
+    steps: tuple[dict[str, str], ...] = ()  # {"description", "status"}
 
-    @property
-    def title(self) -> str:
-        return _text(_dict(self.data.get("plan")).get("title"))
-
-    @property
-    def steps(self) -> list[dict[str, str]]:
-        steps = _dict(self.data.get("plan")).get("steps")
-        return [
-            {"description": _text(s.get("description")), "status": _text(s.get("status"))}
-            for s in steps or []
-            if isinstance(s, dict)
-        ]
+    def _payload(self) -> dict[str, Any]:
+        return {"plan": {"title": self.title, "steps": [dict(s) for s in self.steps]}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingEvent(AgentEvent):
-    TYPE: ClassVar[str] = "THINKING"
+    type: str = "THINKING"
+    content: str = ""
 
-    @property
-    def content(self) -> str:
-        return _text(self.data.get("content"))
+    def _payload(self) -> dict[str, Any]:
+        return {"content": self.content}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ActionEvent(AgentEvent):
-    TYPE: ClassVar[str] = "ACTION"
+    type: str = "ACTION"
+    tool_name: str = ""
+    tool_arguments: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def tool_name(self) -> str:
-        return _text(self.data.get("tool_name"))
-
-    @property
-    def tool_arguments(self) -> dict[str, Any]:
-        return _dict(self.data.get("tool_arguments"))
+    def _payload(self) -> dict[str, Any]:
+        return {"tool_name": self.tool_name, "tool_arguments": self.tool_arguments}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AuditEvent(AgentEvent):
-    TYPE: ClassVar[str] = "AUDIT"
+    """Tool calls made and what they returned (Bigdata AUDIT; other providers' searches)."""
 
-    @property
-    def audit_traces(self) -> list[dict[str, Any]]:
-        return [t for t in self.data.get("audit_traces") or [] if isinstance(t, dict)]
+    type: str = "AUDIT"
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def _payload(self) -> dict[str, Any]:
+        return {"tool_calls": [t.to_data() for t in self.tool_calls]}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GroundingEvent(AgentEvent):
-    TYPE: ClassVar[str] = "GROUNDING"
+    type: str = "GROUNDING"
+    citations: tuple[Citation, ...] = ()
 
-    @property
-    def references(self) -> list[Any]:
-        """The references as sent; validity is judged later, against the whole answer."""
-        references = self.data.get("references")
-        return list(references) if isinstance(references, list) else []
+    def _payload(self) -> dict[str, Any]:
+        return {"citations": [c.to_data() for c in self.citations]}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AnswerEvent(AgentEvent):
-    TYPE: ClassVar[str] = "ANSWER"
+    type: str = "ANSWER"
+    content: str = ""  # exactly as sent: the buffering rule forbids any trimming (seed 000)
 
-    @property
-    def content(self) -> str:
-        # Exactly as sent: the buffering rule forbids any trimming (seed 000).
-        content = self.data.get("content")
-        return content if isinstance(content, str) else ""
+    def _payload(self) -> dict[str, Any]:
+        return {"content": self.content}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StructuredOutputEvent(AgentEvent):
-    TYPE: ClassVar[str] = "STRUCTURED_OUTPUT"
+    type: str = "STRUCTURED_OUTPUT"
+    content: Any = None
 
-    @property
-    def content(self) -> Any:
-        return self.data.get("content")
+    def _payload(self) -> dict[str, Any]:
+        return {"content": self.content}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LlmRetryEvent(AgentEvent):
-    TYPE: ClassVar[str] = "LLM_RETRY"
+    type: str = "LLM_RETRY"
+    message: str = ""
 
-    @property
-    def message(self) -> str:
-        return _text(self.data.get("message"))
+    def _payload(self) -> dict[str, Any]:
+        return {"message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolErrorEvent(AgentEvent):
-    TYPE: ClassVar[str] = "TOOL_ERROR"
+    type: str = "TOOL_ERROR"
+    tool_name: str = ""
+    error: str = ""
 
-    @property
-    def tool_name(self) -> str:
-        return _text(self.data.get("tool_name"))
-
-    @property
-    def error(self) -> str:
-        return _text(self.data.get("error"))
+    def _payload(self) -> dict[str, Any]:
+        return {"tool_name": self.tool_name, "error": self.error}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent(AgentEvent):
-    TYPE: ClassVar[str] = "ERROR"
+    type: str = "ERROR"
+    error: str = AGENT_ERROR
 
-    @property
-    def error(self) -> str:
-        return _text(self.data.get("error")) or "The research agent reported an error."
+    def _payload(self) -> dict[str, Any]:
+        return {"error": self.error}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompleteEvent(AgentEvent):
-    TYPE: ClassVar[str] = "COMPLETE"
+    type: str = "COMPLETE"
+    checkpoint_id: str = ""
+    consumption: tuple[dict[str, Any], ...] = ()  # token use per model tier
 
-    @property
-    def checkpoint_id(self) -> str:
-        return _text(self.data.get("checkpoint_id"))
-
-    @property
-    def consumption(self) -> list[dict[str, Any]]:
-        return [c for c in self.data.get("consumption") or [] if isinstance(c, dict)]
+    def _payload(self) -> dict[str, Any]:
+        return {"checkpoint_id": self.checkpoint_id, "consumption": list(self.consumption)}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEvent(AgentEvent):
-    """A type this client does not know yet (CHART, NOT_ENTITLED, ...): kept, not interpreted."""
+    """A type this site does not interpret yet (CHART, NOT_ENTITLED...): kept as received."""
+
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def _payload(self) -> dict[str, Any]:
+        return dict(self.payload)
 
 
-EVENT_CLASSES: dict[str, type[AgentEvent]] = {
-    cls.TYPE: cls
-    for cls in (
-        PlanningEvent,
-        ThinkingEvent,
-        ActionEvent,
-        AuditEvent,
-        GroundingEvent,
-        AnswerEvent,
-        StructuredOutputEvent,
-        LlmRetryEvent,
-        ToolErrorEvent,
-        ErrorEvent,
-        CompleteEvent,
-    )
-}
-TERMINAL_TYPES = frozenset({"COMPLETE", "ERROR"})
+KNOWN_TYPES = (
+    "PLANNING",
+    "THINKING",
+    "ACTION",
+    "AUDIT",
+    "GROUNDING",
+    "ANSWER",
+    "STRUCTURED_OUTPUT",
+    "LLM_RETRY",
+    "TOOL_ERROR",
+    "ERROR",
+    "COMPLETE",
+)
 
 
-def event_from_message(message: dict[str, Any], chat_id: str | None = None) -> AgentEvent | None:
-    """Return the typed event for one message, or None when it has no string `type`."""
-    event_type = message.get("type")
-    if not isinstance(event_type, str) or not event_type:
+def event_from_data(data: Any) -> AgentEvent | None:
+    """Read an event back from our schema (`AgentEvent.data`), as the event log stored it."""
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str) or not data["type"]:
         return None
-    cls = EVENT_CLASSES.get(event_type, UnknownEvent)
-    message_id = message.get("message_id")
-    role = message.get("role")
-    return cls(
-        type=event_type,
-        data=message,
-        chat_id=chat_id,
-        message_id=message_id if isinstance(message_id, str) else None,
-        role=role if isinstance(role, str) and role else "assistant",
-    )
+    kind = data["type"]
+    chat_id = data.get("chat_id") if isinstance(data.get("chat_id"), str) else None
+    if (kind == "GROUNDING" and "citations" not in data) or (
+        kind == "AUDIT" and "tool_calls" not in data
+    ):
+        # Logged before events had a schema of their own: the Bigdata message as received.
+        from .bigdata import event_from_message
 
-
-def event_from_envelope(envelope: Any) -> AgentEvent | None:
-    """Return the typed event inside either envelope, or None when the document is malformed."""
-    if not isinstance(envelope, dict):
-        return None
-    message = envelope.get("message")
-    if not isinstance(message, dict):
-        message = envelope.get("delta")  # Workflows
-    if not isinstance(message, dict):
-        return None
-    chat_id = envelope.get("chat_id")
-    return event_from_message(message, chat_id if isinstance(chat_id, str) else None)
+        return event_from_message(data)
+    common = {"chat_id": chat_id}
+    plan = data.get("plan") if isinstance(data.get("plan"), dict) else {}
+    match kind:
+        case "PLANNING":
+            steps = [s for s in plan.get("steps") or () if isinstance(s, dict)]
+            return PlanningEvent(
+                title=_text(plan.get("title")),
+                steps=tuple(
+                    {"description": _text(s.get("description")), "status": _text(s.get("status"))}
+                    for s in steps
+                ),
+                **common,
+            )
+        case "THINKING":
+            return ThinkingEvent(content=_text(data.get("content")), **common)
+        case "ACTION":
+            arguments = data.get("tool_arguments")
+            return ActionEvent(
+                tool_name=_text(data.get("tool_name")),
+                tool_arguments=arguments if isinstance(arguments, dict) else {},
+                **common,
+            )
+        case "AUDIT":
+            calls = [c for c in data.get("tool_calls") or () if isinstance(c, dict)]
+            return AuditEvent(tool_calls=tuple(ToolCall.from_data(c) for c in calls), **common)
+        case "GROUNDING":
+            items = [c for c in data.get("citations") or () if isinstance(c, dict)]
+            return GroundingEvent(citations=tuple(Citation.from_data(c) for c in items), **common)
+        case "ANSWER":
+            content = data.get("content")
+            return AnswerEvent(content=content if isinstance(content, str) else "", **common)
+        case "STRUCTURED_OUTPUT":
+            return StructuredOutputEvent(content=data.get("content"), **common)
+        case "LLM_RETRY":
+            return LlmRetryEvent(message=_text(data.get("message")), **common)
+        case "TOOL_ERROR":
+            return ToolErrorEvent(
+                tool_name=_text(data.get("tool_name")), error=_text(data.get("error")), **common
+            )
+        case "ERROR":
+            return ErrorEvent(error=_text(data.get("error")) or AGENT_ERROR, **common)
+        case "COMPLETE":
+            consumption = [c for c in data.get("consumption") or () if isinstance(c, dict)]
+            return CompleteEvent(
+                checkpoint_id=_text(data.get("checkpoint_id")),
+                consumption=tuple(consumption),
+                **common,
+            )
+    payload = {k: v for k, v in data.items() if k not in {"type", "chat_id"}}
+    return UnknownEvent(type=kind, payload=payload, **common)
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else str(value))
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

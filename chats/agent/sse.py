@@ -1,10 +1,11 @@
-"""Turn the lines of an SSE body into typed agent events.
+"""Turn the lines of a streaming body into typed agent events, through a provider's adapter.
 
-The agent writes one JSON document per `data:` line and, per seed 002, may end each event with a
-single newline rather than the blank line the SSE specification uses to dispatch. httpx-sse's
-`aiter_sse` dispatches only on blank lines, so it would hold every event back until the stream
-ends. We keep httpx-sse's spec-correct line splitting and field parsing (comments, `event:`,
-`id:`, `retry:`, CRLF) and dispatch each `data:` line as soon as it is complete.
+Every provider here writes one JSON document per `data:` line, and the Research Agent may end
+each event with a single newline rather than the blank line the SSE specification dispatches on
+(seed 002), so a message is dispatched as soon as its `data:` line is complete; an `event:` line
+before it names it (OpenAI, xAI and Anthropic send one). Lines are split as the specification
+says (CRLF, CR or LF) and capped in length, so one endless line cannot exhaust memory.
+httpx-sse's public API dispatches only on blank lines and cannot cap a line, hence this reader.
 """
 
 from __future__ import annotations
@@ -12,75 +13,197 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-
-from .events import AgentEvent, event_from_envelope
+from .events import AgentEvent
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_MAX_LINE_CHARS = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StreamMessage:
+    """One `data:` line, decoded: the `event:` name before it (or ""), its JSON and its text."""
+
+    event: str
+    document: Any
+    text: str
+
+
+class StreamAdapter(Protocol):
+    """A provider's wire format → typed events. One instance reads one response."""
+
+    def feed(self, message: StreamMessage) -> Iterable[AgentEvent] | None:
+        """Return the events this message completes; None when it is not this format at all."""
+
+    def close(self) -> Iterable[AgentEvent]:
+        """Return what the end of the stream completes (held-back text, merged citations)."""
+
+
+class LineSplitter:
+    """Split text chunks into lines on CRLF, CR or LF; a line over the cap is dropped whole."""
+
+    def __init__(self, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> None:
+        self.max_line_chars = max_line_chars
+        self.oversized_lines = 0
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._skipping = False  # inside a line that is already over the cap
+        self._pending_cr = False
+
+    def decode(self, chunk: str) -> list[str]:
+        lines: list[str] = []
+        if self._pending_cr and chunk.startswith("\n"):
+            chunk = chunk[1:]  # the LF of a CRLF split across chunks
+        self._pending_cr = False
+        start = 0
+        length = len(chunk)
+        while start < length:
+            cr, lf = chunk.find("\r", start), chunk.find("\n", start)
+            end = min(i for i in (cr, lf, length) if i != -1)
+            self._take(chunk[start:end])
+            if end == length:
+                break
+            lines.extend(self._end_line())
+            if chunk[end] == "\r":
+                if end + 1 == length:
+                    self._pending_cr = True
+                elif chunk[end + 1] == "\n":
+                    end += 1
+            start = end + 1
+        return lines
+
+    def flush(self) -> list[str]:
+        return self._end_line() if (self._buffer or self._skipping) else []
+
+    def _take(self, piece: str) -> None:
+        if self._skipping or not piece:
+            return
+        if self._buffered + len(piece) > self.max_line_chars:
+            self._buffer, self._buffered, self._skipping = [], 0, True
+            return
+        self._buffer.append(piece)
+        self._buffered += len(piece)
+
+    def _end_line(self) -> list[str]:
+        if self._skipping:
+            self._skipping = False
+            self.oversized_lines += 1
+            return []
+        line = "".join(self._buffer)
+        self._buffer, self._buffered = [], 0
+        return [line]
+
 
 class EventParser:
-    """Parse SSE lines one at a time; count what it had to skip."""
+    """Read SSE lines one at a time into one adapter's events; count what had to be skipped."""
 
-    def __init__(self) -> None:
-        self._decoder = SSEDecoder()
-        self.malformed_lines = 0
+    def __init__(self, adapter: StreamAdapter | None = None) -> None:
+        if adapter is None:
+            from .bigdata import BigdataAdapter
 
-    def feed(self, line: str) -> AgentEvent | None:
-        """Return the event a line completes, or None (heartbeat, comment, other field, junk)."""
+            adapter = BigdataAdapter()
+        self.adapter = adapter
+        self.unreadable_lines = 0
+        self._event_name = ""
+
+    def feed(self, line: str) -> list[AgentEvent]:
+        """Return the events a line completes (none for heartbeats, comments and other fields)."""
         line = line.rstrip("\r\n")
-        self._decoder.decode(line)
-        if not line.startswith("data"):
-            return None
-        # Dispatch now: one data line is one JSON document.
-        sse = self._decoder.decode("")
-        if sse is None or not sse.data.strip():
-            return None
+        if not line or line.startswith(":"):
+            if not line:
+                self._event_name = ""
+            return []
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            self._event_name = value
+            return []
+        if name != "data":
+            return []  # id, retry and unknown fields: nothing to dispatch
+        if not value.strip():
+            return []
+        return self.feed_document(value, event=self._event_name)
+
+    def feed_document(self, text: str, *, event: str = "") -> list[AgentEvent]:
+        """Return the events of one JSON document (a `data:` value, or one JSON line)."""
         try:
-            document = json.loads(sse.data)
+            document = json.loads(text)
         except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
-            return self._skip(sse.data, "not JSON")
-        event = event_from_envelope(document)
-        if event is None:
-            return self._skip(sse.data, "no message or delta with a type")
-        return event
+            return self._skip(text, "not JSON")
+        events = self.adapter.feed(StreamMessage(event=event, document=document, text=text))
+        if events is None:
+            return self._skip(text, "not a message of this stream")
+        return list(events)
 
-    def _skip(self, data: str, why: str) -> None:
-        self.malformed_lines += 1
-        logger.warning("Skipped a malformed stream line (%s): %.120r", why, data)
-        return None
+    def close(self) -> list[AgentEvent]:
+        return list(self.adapter.close())
+
+    def _skip(self, text: str, why: str) -> list[AgentEvent]:
+        self.unreadable_lines += 1
+        # Debug only: the run logs one line per turn with the count (10 MB of junk is 100k lines).
+        logger.debug("Skipped a malformed stream line (%s): %.120r", why, text)
+        return []
 
 
-def iter_events(lines: Iterable[str], parser: EventParser | None = None) -> Iterator[AgentEvent]:
-    """Yield the events of an SSE body given as lines (a saved capture, say)."""
-    parser = parser or EventParser()
-    for line in lines:
-        event = parser.feed(line)
-        if event is not None:
-            yield event
+class StreamReader:
+    """Lines in, events out: a LineSplitter in front of an EventParser."""
+
+    def __init__(
+        self,
+        adapter: StreamAdapter | None = None,
+        *,
+        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+        json_lines: bool = False,
+    ) -> None:
+        self.parser = EventParser(adapter)
+        self.splitter = LineSplitter(max_line_chars)
+        self.json_lines = json_lines  # llm-sdk agents may send bare JSON lines instead of SSE
+
+    @property
+    def malformed_lines(self) -> int:
+        return self.parser.unreadable_lines + self.splitter.oversized_lines
+
+    def feed_text(self, chunk: str) -> list[AgentEvent]:
+        return self._lines(self.splitter.decode(chunk))
+
+    def close(self) -> list[AgentEvent]:
+        return self._lines(self.splitter.flush()) + self.parser.close()
+
+    def _lines(self, lines: list[str]) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        for line in lines:
+            stripped = line.strip()
+            if self.json_lines and stripped.startswith(("{", "[")):
+                events.extend(self.parser.feed_document(stripped))
+            else:
+                events.extend(self.parser.feed(line))
+        return events
 
 
 async def aiter_events(
-    text_chunks: AsyncIterator[str], parser: EventParser
+    text_chunks: AsyncIterator[str], reader: StreamReader
 ) -> AsyncIterator[AgentEvent]:
     """Yield events as the chunks of an HTTP body arrive, however the chunks split the lines."""
-    splitter = SSELineDecoder()
     async for chunk in text_chunks:
-        for line in splitter.decode(chunk):
-            event = parser.feed(line)
-            if event is not None:
-                yield event
-    for line in splitter.flush():
-        event = parser.feed(line)
-        if event is not None:
+        for event in reader.feed_text(chunk):
             yield event
+    for event in reader.close():
+        yield event
 
 
-def parse_sse_text(text: str) -> tuple[list[AgentEvent], int]:
-    """Return the events of a whole SSE body and the number of malformed lines skipped."""
-    parser = EventParser()
-    splitter = SSELineDecoder()
-    lines = splitter.decode(text) + splitter.flush() if text else []
-    events = list(iter_events(lines, parser))
-    return events, parser.malformed_lines
+def iter_events(text: str, reader: StreamReader) -> Iterator[AgentEvent]:
+    """Yield the events of a whole body (a saved capture, say)."""
+    yield from reader.feed_text(text)
+    yield from reader.close()
+
+
+def parse_sse_text(
+    text: str, adapter: StreamAdapter | None = None, *, json_lines: bool = False
+) -> tuple[list[AgentEvent], int]:
+    """Return the events of a whole body and the number of malformed lines skipped."""
+    reader = StreamReader(adapter, json_lines=json_lines)
+    events = list(iter_events(text, reader))
+    return events, reader.malformed_lines

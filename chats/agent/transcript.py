@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from citations.references import Citation, ToolCall
+
 from .events import (
     AgentEvent,
     AnswerEvent,
@@ -20,15 +22,15 @@ from .events import (
     PlanningEvent,
     StructuredOutputEvent,
     ToolErrorEvent,
-    event_from_message,
+    event_from_data,
 )
 
 
 @dataclass
 class Transcript:
     answer_parts: list[str] = field(default_factory=list)
-    references: list[Any] = field(default_factory=list)
-    audit_traces: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     plan: dict[str, Any] | None = None
     structured_output: Any = None
     consumption: list[dict[str, Any]] = field(default_factory=list)
@@ -57,11 +59,11 @@ class Transcript:
         if isinstance(event, AnswerEvent):
             self.answer_parts.append(event.content)
         elif isinstance(event, GroundingEvent):
-            self.references.extend(event.references)
+            self.citations.extend(event.citations)
         elif isinstance(event, AuditEvent):
-            self.audit_traces.extend(event.audit_traces)
+            self.tool_calls.extend(event.tool_calls)
         elif isinstance(event, PlanningEvent):
-            self.plan = {"title": event.title, "steps": event.steps}
+            self.plan = {"title": event.title, "steps": [dict(s) for s in event.steps]}
         elif isinstance(event, StructuredOutputEvent):
             self.structured_output = event.content
         elif isinstance(event, ToolErrorEvent):
@@ -71,7 +73,7 @@ class Transcript:
         elif isinstance(event, CompleteEvent):
             self.completed = True
             self.checkpoint_id = event.checkpoint_id
-            self.consumption = event.consumption
+            self.consumption = list(event.consumption)
 
     @classmethod
     def from_events(cls, events: Iterable[AgentEvent]) -> Transcript:
@@ -81,6 +83,6 @@ class Transcript:
         return transcript
 
     @classmethod
-    def from_messages(cls, messages: Iterable[dict[str, Any]]) -> Transcript:
-        """Rebuild from stored event bodies (TurnEvent.data)."""
-        return cls.from_events(e for m in messages if (e := event_from_message(m)) is not None)
+    def from_log(cls, rows: Iterable[dict[str, Any]]) -> Transcript:
+        """Rebuild from the event log (`TurnEvent.data`, our event schema)."""
+        return cls.from_events(e for data in rows if (e := event_from_data(data)) is not None)

@@ -56,8 +56,8 @@ def index_existing_chats(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0002_turn_plan'),
-        ('citations', '0001_initial'),
+        ('chats', '0003_open_socket'),
+        ('citations', '0003_claim_checks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

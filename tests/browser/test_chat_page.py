@@ -6,9 +6,9 @@ import pytest
 from playwright.sync_api import expect
 
 from chats.models import Turn
+from demo_agent.scripted import Reply, ScriptedAgent
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
 from tests.servers import serve_asgi
-from tests.upstream import Reply, ScriptedUpstream
 
 
 def test_ask_watch_the_agent_work_and_keep_the_cited_answer(page, site, analyst):
@@ -95,7 +95,7 @@ def test_branching_edit_switch_and_reload_keep_the_same_tree(page, site, analyst
 
 @pytest.fixture
 def slow_upstream(settings):
-    app = ScriptedUpstream()
+    app = ScriptedAgent()
     with serve_asgi(app) as url:
         settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
         yield app
@@ -203,9 +203,12 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
     cited = turn.locator(".answer.cited")
     expect(cited).to_contain_text("Claim one")
     expect(cited.get_by_text("Evil Wire", exact=False).first).to_be_visible()
-    # Hover and click everything that could carry a handler.
-    for link in cited.locator("a").all():
+    # Hover everything that could carry a handler, evidence cards included.
+    for link in cited.locator("a:visible").all():
         link.hover()
+        for inner in page.locator(".evidence-popover a:visible").all():
+            inner.hover()
+        page.keyboard.press("Escape")  # the card stays open while the pointer is on it
     page.mouse.move(0, 0)
     page.reload()
     wait_for_answer(page)
@@ -226,3 +229,72 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
     assert (
         page.locator(".turn .question-text").inner_text() == "<script>window.__pwned = 10</script>"
     )
+
+
+def test_live_and_finished_turns_use_the_same_words(page, site, analyst, slow_upstream):
+    """The server words every label: a plan step reads "in progress" live and after."""
+    slow_upstream.queue(
+        Reply.events(
+            {
+                "type": "PLANNING",
+                "plan": {
+                    "title": "Plan <b>",
+                    "steps": [{"description": "Look it up", "status": "IN_PROGRESS"}],
+                },
+            },
+            {
+                "type": "ACTION",
+                "tool_name": "search",
+                "tool_arguments": {"query": "NVIDIA margins"},
+            },
+            {
+                "type": "AUDIT",
+                "audit_traces": [
+                    {
+                        "audit_type": "SearchAuditV1",
+                        "tool_id": "a1",
+                        "query": {"text": "NVIDIA margins"},
+                        "results": [],
+                    }
+                ],
+            },
+            *[{"type": "ANSWER", "content": w} for w in WORDS[:40]],
+            {"type": "COMPLETE", "checkpoint_id": "ckpt-w", "consumption": []},
+            pause=0.05,
+        )
+    )
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "  Margins,\n please  ")
+    expect(page.locator(".chat-head h1")).to_have_text("Margins, please")
+    assert page.title() == "Margins, please · ResearchSite"
+    live = page.locator(".turn").first
+    expect(live.locator("[data-plan] .plan-title")).to_have_text("Plan <b>")
+    expect(live.locator("[data-plan] .step-status")).to_have_text("in progress")
+    expect(live.locator("[data-activity] li")).to_have_text(["Searching: NVIDIA margins"])
+
+    finished = wait_for_answer(page)
+    finished.locator(".trail summary").click()
+    expect(finished.locator(".trail .plan-title")).to_have_text("Plan <b>")
+    expect(finished.locator(".trail .step-status")).to_have_text("in progress")
+    expect(finished.locator(".trail ul li")).to_have_text(["Searched: NVIDIA margins"])
+    assert page.js_errors == []
+
+
+def test_logging_out_in_another_tab_closes_the_chat_socket(page, site, analyst):
+    log_in(page, site)
+    new_chat(page)
+    expect(page.get_by_label("Message")).to_be_visible()
+    page.wait_for_timeout(300)  # the socket is open
+    other = page.context.new_page()
+    other.goto(site)
+    other.get_by_role("button", name="Log out").click()
+    other.wait_for_url(lambda url: "/login/" in url)
+    expect(page.locator("#connection")).to_have_text(
+        "You have logged out. Log in again to keep asking."
+    )
+    page.wait_for_timeout(1500)  # no reconnect loop replaces the reason
+    expect(page.locator("#connection")).to_have_text(
+        "You have logged out. Log in again to keep asking."
+    )
+    assert page.js_errors == []

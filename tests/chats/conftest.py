@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
@@ -13,14 +12,15 @@ from channels.testing import WebsocketCommunicator
 
 from chats.models import Chat
 from chats.routing import websocket_urlpatterns
+from demo_agent.scripted import DEFAULT_CHAT_ID, ScriptedAgent
+from demo_agent.wire import sse_event
 from tests.servers import serve_asgi
-from tests.upstream import ScriptedUpstream
 
 
 @pytest.fixture
 def upstream(settings):
     """A scripted agent on a real loopback port; the site is pointed at it."""
-    app = ScriptedUpstream()
+    app = ScriptedAgent()
     with serve_asgi(app) as url:
         settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
         settings.BIGDATA_API_KEY = "test-key-not-a-secret-AAAA"
@@ -122,5 +122,6 @@ async def connect():
         await client.close()
 
 
-def sse(message: dict, chat_id: str = "chat-up-1") -> str:
-    return f"data: {json.dumps({'chat_id': chat_id, 'message': message})}\n"
+def sse(message: dict, chat_id: str = DEFAULT_CHAT_ID) -> bytes:
+    """One event as the agent writes it, to mix with raw lines in a scripted reply."""
+    return sse_event(chat_id, message)

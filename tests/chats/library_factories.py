@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from chats.agent import bigdata as bigdata_adapter
 from chats.library.search import chat_search_index_update
 from chats.models import Chat, Turn
 from citations.render_html import render_html
@@ -53,7 +54,9 @@ def finished_turn(
         for s in sources
     ]
     cited = citations_store_for_turn(
-        turn=turn, answer=answer, references=references, audit_traces=[]
+        turn_id=turn.pk,
+        answer=answer,
+        citations=[bigdata_adapter.citation(r) for r in references],
     )
     turn.answer_html = render_html(cited, doc_id=f"t{turn.pk}")
     turn.save(update_fields=["answer_html"])

@@ -6,13 +6,13 @@ import pytest
 
 from chats.agent.client import AgentError, AgentRequest, AgentSettings, AgentStream
 from chats.agent.transcript import Transcript
+from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from tests.servers import free_port, serve_asgi
-from tests.upstream import Reply, ScriptedUpstream, answer_stream
 
 
 @pytest.fixture
 def upstream():
-    app = ScriptedUpstream()
+    app = ScriptedAgent()
     with serve_asgi(app) as url:
         app.url = url
         yield app
@@ -53,7 +53,7 @@ async def test_posts_the_documented_payload_and_key(upstream):
             "persistence_mode": "enabled",
         }
     ]
-    headers = upstream.requests[0]["headers"]
+    headers = upstream.requests[0].headers
     assert headers["x-api-key"] == "secret-key-123"
     assert headers["accept"] == "text/event-stream"
 
@@ -115,9 +115,7 @@ async def test_transient_statuses_are_retried_then_succeed(upstream, status):
 
 
 async def test_retry_after_is_honoured(upstream):
-    upstream.queue(
-        Reply.error(429, "slow down", **{"Retry-After": "1"}), Reply.events(*answer_stream("ok"))
-    )
+    upstream.queue(Reply.error(429, "slow down", retry_after=1), Reply.events(*answer_stream("ok")))
     notices = []
     started = time.monotonic()
     await collect(make_stream(upstream.url, notices=notices))
@@ -146,7 +144,7 @@ async def test_connect_failure_is_retried_and_explained():
 
 async def test_never_retries_once_events_have_started(upstream):
     upstream.queue(
-        Reply(body=[Reply.events({"type": "ANSWER", "content": "part"}).body[0], "drop"])
+        Reply(body=[Reply.events({"type": "ANSWER", "content": "part"}).body[0], Drop()])
     )
     upstream.queue(Reply.events(*answer_stream("should not be fetched")))
     stream = make_stream(upstream.url)
@@ -161,7 +159,7 @@ async def test_never_retries_once_events_have_started(upstream):
 
 async def test_a_stalled_stream_times_out_with_what_arrived(upstream):
     upstream.queue(
-        Reply(body=[Reply.events({"type": "ANSWER", "content": "partial"}).body[0], "stall"])
+        Reply(body=[Reply.events({"type": "ANSWER", "content": "partial"}).body[0], Stall()])
     )
     stream = make_stream(upstream.url, idle_timeout=0.5)
     seen = []
@@ -174,7 +172,7 @@ async def test_a_stalled_stream_times_out_with_what_arrived(upstream):
 
 
 async def test_heartbeats_keep_a_slow_stream_alive(upstream):
-    body = [": ping\n", ("sleep", 0.3), ": ping\n", ("sleep", 0.3), ": ping\n", ("sleep", 0.3)]
+    body = [": ping\n", Sleep(0.3), ": ping\n", Sleep(0.3), ": ping\n", Sleep(0.3)]
     body += Reply.events(*answer_stream("slow but fine")).body
     upstream.queue(Reply(body=body))
     transcript = await collect(make_stream(upstream.url, idle_timeout=0.5))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from chats.models import Turn, TurnEvent
+from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.chats.conftest import events_of, sse
-from tests.upstream import Reply, answer_stream
+from tests.chats.test_protocol import assert_server_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,12 +30,27 @@ async def ask(client, message="How did NVIDIA do?", **extra):
 # --- Access --------------------------------------------------------------------------------
 
 
-async def test_anonymous_users_are_closed_with_4401(connect, chat):
-    await connect(AnonymousUser(), chat, expect_close=4401)
+async def expect_refusal(client, code: str, close_code: int) -> dict:
+    """The server says why in an error frame, then closes with `close_code`."""
+    frame = await client.receive()
+    assert_server_frame(frame)
+    assert (frame["type"], frame["code"]) == ("error", code)
+    assert await client.communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": close_code,
+    }
+    return frame
+
+
+async def test_anonymous_users_are_told_and_closed_with_4401(connect, chat):
+    client = await connect(AnonymousUser(), chat)
+    frame = await expect_refusal(client, "unauthenticated", 4401)
+    assert "log in" in frame["message"]
 
 
 async def test_another_users_chat_is_closed_with_4404(connect, chat, other_user):
-    await connect(other_user, chat, expect_close=4404)
+    client = await connect(other_user, chat)
+    await expect_refusal(client, "not_found", 4404)
 
 
 async def test_websocket_origin_is_checked(chat, user):
@@ -68,6 +85,9 @@ async def test_websocket_origin_is_checked(chat, user):
         ('{"type": "sync", "cursors": {"x": 1}}', "cursors"),
         ('{"type": "sync", "cursors": {"1": -1}}', "cursors"),
         ("[" * 5000 + "]" * 5000, "must be JSON"),  # nested too deep for the parser
+        # JSON escapes what no database stores: refused, not a crashed socket (close 1006).
+        ('{"type": "ask", "message": "a\\ud800b"}', "cannot be sent"),
+        ('{"type": "ask", "message": "a\\u0000b"}', "cannot be sent"),
     ],
 )
 async def test_bad_frames_get_an_error_frame_and_the_connection_stays(
@@ -118,12 +138,17 @@ async def test_a_question_streams_live_and_is_stored(
     events = events_of(frames, turn_id)
     assert [e["seq"] for e in events] == list(range(1, 37))
     assert events[0]["type"] == "PLANNING"
-    assert events[0]["plan"]["steps"][0] == {
-        "description": "Find the latest filing",
-        "status": "IN_PROGRESS",
-    }
-    assert any(e.get("label") == "Searching: NVIDIA Q2 FY26 earnings" for e in events)
+    assert (
+        'Find the latest filing <span class="step-status">in progress</span>'
+        in (events[0]["plan_html"])
+    )
+    assert any(
+        e.get("activity", {}).get("text") == "Searching: NVIDIA Q2 FY26 earnings" for e in events
+    )
     answer = "".join(e["content"] for e in events if e["type"] == "ANSWER")
+    for frame in client.frames:
+        assert_server_frame(frame)
+    assert client.frames[0]["chat_title"] == "How did NVIDIA do?"  # titled by the server
     finished = frames[-1]
     assert finished["status"] == "complete"
     assert "Sources" in finished["html"]
@@ -184,7 +209,7 @@ async def test_an_http_error_fails_the_turn_with_its_detail(connect, user, chat,
 
 async def test_a_stalled_upstream_interrupts_the_turn(connect, user, chat, upstream, settings):
     settings.AGENT_IDLE_TIMEOUT = 0.5
-    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Half an ans"}), "stall"]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Half an ans"}), Stall()]))
     client = await connect(user, chat)
     turn_id = await ask(client)
     frames = await client.receive_until("turn.finished", turn_id=turn_id)
@@ -196,7 +221,7 @@ async def test_a_stalled_upstream_interrupts_the_turn(connect, user, chat, upstr
 
 
 async def test_a_dropped_connection_interrupts_the_turn(connect, user, chat, upstream):
-    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Cut"}), "drop"]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Cut"}), Drop()]))
     client = await connect(user, chat)
     turn_id = await ask(client)
     await client.receive_until("turn.finished", turn_id=turn_id)
@@ -221,7 +246,7 @@ async def test_garbage_from_upstream_interrupts_with_a_clear_message(connect, us
 
 
 async def test_stop_closes_upstream_and_keeps_the_partial_answer(connect, user, chat, upstream):
-    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Partial"}), "stall"]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Partial"}), Stall()]))
     client = await connect(user, chat)
     turn_id = await ask(client)
     await client.receive_until("turn.events", turn_id=turn_id)
@@ -393,3 +418,204 @@ async def test_a_lapsed_lease_is_swept_while_running(connect, user, chat, settin
     frames = await client.receive_until("turn.finished", turn_id=orphan.pk)
     assert frames[-1]["status"] == "interrupted"
     await get_registry().shutdown()
+
+
+# --- Limits ----------------------------------------------------------------------------------
+
+
+async def test_sockets_past_the_per_user_cap_are_told_and_closed_with_4429(
+    connect, user, other_user, chat, settings
+):
+    from chats.models import Chat, OpenSocket
+
+    settings.WS_MAX_SOCKETS_PER_USER = 2
+    first = await connect(user, chat)
+    await connect(user, chat)
+    frame = await expect_refusal(await connect(user, chat), "too_many_sockets", 4429)
+    assert "2 chat pages open" in frame["message"]
+    # Another user is not affected, and a closed socket frees its place.
+    await connect(other_user, await Chat.objects.acreate(owner=other_user))
+    await first.close()
+    third = await connect(user, chat)
+    await third.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    assert await third.communicator.receive_nothing(timeout=0.2)
+    assert await OpenSocket.objects.filter(user=user).acount() == 2
+
+
+async def test_sockets_of_a_dead_process_stop_counting_when_their_lease_lapses(
+    connect, user, chat, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chats.models import OpenSocket
+
+    settings.WS_MAX_SOCKETS_PER_USER = 2
+    lapsed = timezone.now() - timedelta(seconds=1)
+    for name in ("dead-process-1", "dead-process-2"):
+        await OpenSocket.objects.acreate(user=user, channel_name=name, lease_expires_at=lapsed)
+    client = await connect(user, chat)
+    await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    assert await client.communicator.receive_nothing(timeout=0.2)  # admitted
+    assert not await OpenSocket.objects.filter(channel_name__startswith="dead").aexists()
+
+
+async def test_frames_past_the_rate_are_dropped_with_an_error(connect, user, chat, settings):
+    settings.WS_MAX_FRAMES_PER_SECOND = 5
+    client = await connect(user, chat)
+    # Frames the consumer answers at once (unknown type), so the bucket barely refills meanwhile.
+    for _ in range(10):
+        await client.send({"type": "dance"})
+    codes = [(await client.receive())["code"] for _ in range(10)]
+    assert codes[:5] == ["bad_frame"] * 5  # handled: a burst of 5 is allowed
+    assert codes.count("rate_limited") >= 3  # the rest dropped, each with an error frame
+    assert await client.communicator.receive_nothing(timeout=0.3)  # and the socket stays
+    await asyncio.sleep(1)  # the bucket refills
+    await client.send({"type": "dance"})
+    assert (await client.receive())["code"] == "bad_frame"
+
+
+async def test_sustained_flooding_closes_the_socket(connect, user, chat, settings):
+    settings.WS_MAX_FRAMES_PER_SECOND = 5
+    client = await connect(user, chat)
+    for _ in range(200):
+        await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    while True:
+        output = await client.communicator.receive_output(timeout=5)
+        if output["type"] == "websocket.close":
+            break
+        frame = json.loads(output["text"])
+        assert frame["code"] == "rate_limited"
+    assert output["code"] == 4429
+    assert "closed" in frame["message"]
+
+
+async def test_a_chat_streams_one_turn_at_a_time(connect, user, chat, upstream):
+    from chats.runner import get_registry
+
+    upstream.queue(*[Reply(body=[sse({"type": "ANSWER", "content": "x"}), Stall()])] * 2)
+    client = await connect(user, chat)
+    await ask(client)
+    other_tab = await connect(user, chat)
+    await other_tab.send({"type": "ask", "message": "Me too", "research_effort": "lite"})
+    frame = await other_tab.receive()
+    assert (frame["type"], frame["code"]) == ("error", "turn_in_progress")
+    assert len(upstream.requests) == 1
+    assert await Turn.objects.acount() == 1
+    await get_registry().shutdown()
+
+
+@pytest.mark.parametrize("chats", [1, 5])
+async def test_twenty_asks_at_once_reach_the_agent_at_most_three_times(
+    connect, user, upstream, settings, chats
+):
+    """20 asks sent together, in one chat or spread over five, start at most 3 runs."""
+    from chats.models import Chat
+    from chats.runner import get_registry
+
+    assert settings.AGENT_MAX_CONCURRENT_TURNS == 3
+    upstream.queue(*[Reply(body=[sse({"type": "ANSWER", "content": "x"}), Stall()])] * 20)
+    clients = [await connect(user, await Chat.objects.acreate(owner=user)) for _ in range(chats)]
+    frame = {"type": "ask", "message": "Expensive question", "research_effort": "standard"}
+    await asyncio.gather(*(clients[i % chats].send(frame) for i in range(20)))
+    answers = []
+    for client in clients:
+        while not await client.communicator.receive_nothing(timeout=0.5):
+            answers.append(await client.receive())
+    started = {f["turn_id"] for f in answers if f["type"] == "turn.started"}
+    refused = [f["code"] for f in answers if f["type"] == "error"]
+    assert len(started) == min(chats, 3)
+    assert len(refused) == 20 - len(started)
+    expected_codes = {"turn_in_progress"} if chats == 1 else {"turn_in_progress", "too_many_turns"}
+    assert set(refused) == expected_codes
+    await asyncio.sleep(0.3)
+    assert len(upstream.requests) == len(started)
+    await get_registry().shutdown()
+
+
+def test_turn_start_counts_concurrent_asks_across_database_connections(user, settings):
+    """Asks on separate connections at once (as from separate processes) start at most 3."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from chats.models import Chat
+    from chats.services import TurnStartError, turn_start
+
+    chats = [Chat.objects.create(owner=user) for _ in range(5)]
+
+    def try_ask(i: int) -> str:
+        try:
+            turn_start(chat=chats[i % 5], question="q", research_effort="lite")
+            return "started"
+        except TurnStartError as refused:
+            return refused.code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        outcomes = list(pool.map(try_ask, range(20)))
+    assert outcomes.count("started") == 3
+    assert Turn.objects.streaming().count() == 3
+    assert set(outcomes) == {"started", "turn_in_progress", "too_many_turns"}
+
+
+# --- Logout ----------------------------------------------------------------------------------
+
+
+async def signed_in_socket(user, chat):
+    """A socket through the real site (session cookie, auth middleware) and its HTTP client."""
+    from asgiref.sync import sync_to_async
+    from channels.testing import WebsocketCommunicator
+    from django.test import Client as HttpClient
+
+    from researchsite.asgi import application
+
+    http = HttpClient()
+    await sync_to_async(http.force_login)(user)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/chats/{chat.pk}/",
+        headers=[
+            (b"origin", b"http://127.0.0.1"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", f"sessionid={http.cookies['sessionid'].value}".encode()),
+        ],
+    )
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.send_json_to({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+    assert await communicator.receive_nothing(timeout=0.2)  # signed in, not refused
+    return communicator, http
+
+
+async def test_logging_out_closes_the_users_sockets_with_4401(user, chat):
+    from asgiref.sync import sync_to_async
+    from django.urls import reverse
+
+    communicator, http = await signed_in_socket(user, chat)
+    await sync_to_async(http.post)(reverse("logout"))
+    frame = await communicator.receive_json_from(timeout=5)
+    assert (frame["type"], frame["code"]) == ("error", "logged_out")
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+    await communicator.disconnect()
+
+
+async def test_a_socket_whose_session_ended_cannot_ask(user, chat, upstream):
+    """Even when the logout's close never reached it (another process, a lost message)."""
+    from django.contrib.sessions.models import Session
+
+    upstream.queue(Reply.events(*answer_stream("should not be asked")))
+    communicator, _ = await signed_in_socket(user, chat)
+    await Session.objects.all().adelete()  # the session ended elsewhere
+    await communicator.send_json_to({"type": "ask", "message": "Still there?"})
+    frame = await communicator.receive_json_from(timeout=5)
+    assert (frame["type"], frame["code"]) == ("error", "logged_out")
+    assert (await communicator.receive_output(timeout=5))["code"] == 4401
+    assert await Turn.objects.acount() == 0
+    assert upstream.requests == []
+    await communicator.disconnect()

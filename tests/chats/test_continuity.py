@@ -7,7 +7,7 @@ import pytest
 from chats.models import Chat, Turn
 from chats.selectors import chat_branch
 from chats.services import chat_select_branch
-from tests.upstream import Reply, answer_stream
+from demo_agent.scripted import Reply, answer_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,14 +5,14 @@ import json
 import pytest
 
 from chats.agent.events import (
-    EVENT_CLASSES,
+    KNOWN_TYPES,
     AnswerEvent,
     CompleteEvent,
     ErrorEvent,
     GroundingEvent,
     UnknownEvent,
 )
-from chats.agent.sse import EventParser, aiter_events, parse_sse_text
+from chats.agent.sse import StreamReader, aiter_events, parse_sse_text
 from chats.agent.transcript import Transcript
 
 CAPTURES = ["dedup", "error", "lifecycle", "tool_level", "workflow"]
@@ -62,11 +62,11 @@ def test_lifecycle_capture_has_all_types_typed(stream_fixtures_dir):
         "COMPLETE",
     }
     for event in events:
-        assert type(event) is EVENT_CLASSES[event.type]
+        assert event.type in KNOWN_TYPES and not isinstance(event, UnknownEvent)
     transcript = Transcript.from_events(events)
     assert transcript.structured_output == {"company": "NVIDIA", "revenue_q2_fy26": 46.74}
     assert transcript.plan["steps"][0]["status"] == "COMPLETED"
-    assert [t["tool_id"] for t in transcript.audit_traces] == ["audit-42", "audit-43"]
+    assert [t.tool_id for t in transcript.tool_calls] == ["audit-42", "audit-43"]
     assert transcript.upstream_chat_id == "chat-h1"
 
 
@@ -140,7 +140,7 @@ async def test_events_arrive_whatever_the_chunking(stream_fixtures_dir):
             yield text[i : i + size]
 
     for size in (1, 2, 7, 64, 10_000):
-        parser = EventParser()
+        parser = StreamReader()
         got = [e async for e in aiter_events(chunks(size), parser)]
         assert [e.data for e in got] == [e.data for e in expected], size
         assert parser.malformed_lines == 0
@@ -155,9 +155,39 @@ async def test_an_event_is_yielded_as_soon_as_its_line_ends():
         arrived.append("second chunk requested")
         yield line({"type": "ANSWER", "content": "second"})
 
-    parser = EventParser()
+    parser = StreamReader()
     stream = aiter_events(chunks(), parser)
     first = await anext(stream)
     assert first.content == "first"
     assert arrived == []
     await stream.aclose()
+
+
+def test_a_line_over_the_cap_is_skipped_whole_and_counted():
+    reader = StreamReader(max_line_chars=100)
+    events = reader.feed_text(line({"type": "ANSWER", "content": "x" * 200}))
+    events += reader.feed_text(line({"type": "ANSWER", "content": "ok"}))
+    events += reader.close()
+    assert [e.content for e in events] == ["ok"]
+    assert reader.malformed_lines == 1
+
+
+def test_an_endless_line_is_dropped_as_it_arrives_not_buffered():
+    reader = StreamReader(max_line_chars=1000)
+    for _ in range(1000):
+        reader.feed_text("data: " + "x" * 1000)
+    assert reader.splitter._buffered == 0  # nothing held past the cap
+    reader.feed_text("\n" + line({"type": "ANSWER", "content": "after"}))
+    assert [e.content for e in reader.close()] == []
+    assert reader.malformed_lines == 1
+
+
+def test_lines_split_on_cr_lf_and_crlf_even_across_chunks():
+    reader = StreamReader()
+    text = line({"type": "ANSWER", "content": "a"}).replace("\n", "\r")
+    text += line({"type": "ANSWER", "content": "b"}).replace("\n", "\r\n")
+    events = []
+    for i in range(len(text)):
+        events += reader.feed_text(text[i])
+    events += reader.close()
+    assert [e.content for e in events] == ["a", "b"]

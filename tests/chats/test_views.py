@@ -141,7 +141,10 @@ def test_a_finished_answer_shows_how_it_was_researched(logged_in, chat):
 
     plan = {
         "title": "Earnings <review>",
-        "steps": [{"description": "Find it", "status": "COMPLETED"}],
+        "steps": [
+            {"description": "Find it", "status": "COMPLETED"},
+            {"description": "Read it", "status": "IN_PROGRESS"},
+        ],
     }
     turn = Turn.objects.create(
         chat=chat, question="q", status="complete", tool_error_count=1, plan=plan
@@ -158,6 +161,8 @@ def test_a_finished_answer_shows_how_it_was_researched(logged_in, chat):
     assert "<li>Earnings calendar</li>" in html
     assert "Earnings &lt;review&gt;" in html  # the final plan, escaped
     assert "Find it" in html
+    # The same words as while it streamed (chats.display), not "inprogress".
+    assert 'Read it <span class="step-status">in progress</span>' in html
 
 
 def test_the_chat_page_costs_the_same_queries_for_many_turns(
@@ -173,3 +178,16 @@ def test_the_chat_page_costs_the_same_queries_for_many_turns(
     with django_assert_max_num_queries(8):
         response = logged_in.get(reverse("chat_detail", args=[chat.pk]))
     assert response.content.decode().count('class="turn"') == 30
+
+
+def test_the_chat_page_takes_its_limits_and_titles_from_the_server(logged_in, chat, settings):
+    settings.MESSAGE_MAX_CHARS = 123
+    html = logged_in.get(reverse("chat_detail", args=[chat.pk])).content.decode()
+    assert 'maxlength="123"' in html
+    assert 'data-message-max-chars="123"' in html
+    assert "<title>Untitled chat · ResearchSite</title>" in html
+    chat.title = "Margins <b>"
+    chat.save()
+    html = logged_in.get(reverse("chat_detail", args=[chat.pk])).content.decode()
+    assert "<title>Margins &lt;b&gt; · ResearchSite</title>" in html
+    assert "<h1>Margins &lt;b&gt;</h1>" in html

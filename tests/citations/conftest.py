@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chats.agent import bigdata as bigdata_adapter
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
@@ -18,9 +19,7 @@ def cited_from_capture(path: Path) -> CitedAnswer:
     events, _ = parse_sse_text(path.read_text(encoding="utf-8"))
     transcript = Transcript.from_events(events)
     return resolve_citations(
-        answer=transcript.answer,
-        references=transcript.references,
-        audit_traces=transcript.audit_traces,
+        answer=transcript.answer, citations=transcript.citations, tool_calls=transcript.tool_calls
     )
 
 
@@ -43,7 +42,12 @@ def ref(start: Any, end: Any, source: Any = None, **fields: Any) -> dict[str, An
 
 
 def cite(answer: str, *references: Any, traces: list[Any] | None = None) -> CitedAnswer:
-    return resolve_citations(answer=answer, references=list(references), audit_traces=traces or [])
+    """Resolve Bigdata-shaped references and traces, read by the Bigdata adapter."""
+    return resolve_citations(
+        answer=answer,
+        citations=[bigdata_adapter.citation(r) for r in references],
+        tool_calls=[bigdata_adapter.tool_call(t) for t in traces or []],
+    )
 
 
 class Element:

@@ -7,6 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chats.agent import bigdata as bigdata_adapter
+from citations.markers import placements_of
 from citations.render import markdown_insertions, render_markdown
 from citations.render_html import _CLEANER, render_html
 from citations.resolve import CitedAnswer, resolve_citations
@@ -56,7 +58,9 @@ def cited_answers(draw) -> CitedAnswer:
         st.one_of(st.sampled_from(SOURCES), st.sampled_from(SOURCES), st.none(), st.just("x")),
     )
     references = draw(st.lists(st.one_of(reference, st.sampled_from([None, "x", 3])), max_size=12))
-    return resolve_citations(answer=answer, references=references, audit_traces=[])
+    return resolve_citations(
+        answer=answer, citations=[bigdata_adapter.citation(r) for r in references]
+    )
 
 
 def body_of(cited: CitedAnswer, prefix: str) -> str:
@@ -83,9 +87,11 @@ def test_removing_the_markers_by_position_gives_back_the_exact_answer(cited, pre
 def test_every_valid_cited_span_is_followed_by_its_marker(cited):
     # The test above shows the output is the answer with exactly these insertions.
     numbers_at = {offset: marker for offset, marker in markdown_insertions(cited)}
-    for reference in cited.references:
-        if reference.footnote is not None:
-            assert f"[^{reference.footnote}]" in numbers_at[reference.end]
+    shown = [r for r in cited.references if r.footnote is not None]
+    placements = placements_of(cited.answer, [(r.start, r.end) for r in shown])
+    for reference, (offset, _indent) in zip(shown, placements, strict=True):
+        # At the span's end, or where the one marker rule moves it (citations/markers.py).
+        assert f"[^{reference.footnote}]" in numbers_at[offset]
     for marker in numbers_at.values():
         numbers = [int(n) for n in re.findall(r"\[\^(\d+)\]", marker)]
         assert numbers == sorted(set(numbers))  # once each, ascending

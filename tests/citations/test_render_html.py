@@ -4,8 +4,9 @@ import re
 
 import pytest
 
+from chats.agent.bigdata import source_document as source_fields
+from citations.render import render_markdown
 from citations.render_html import _CLEANER, render_html
-from citations.sources import source_fields
 from tests.citations.conftest import ParsedHtml, bigdata, cite, cited_from_capture, ref
 
 ANSWER = "Revenue rose 4%. Costs fell 2%. Margins improved."
@@ -123,13 +124,22 @@ def test_a_marker_after_a_structural_line_does_not_change_the_structure(answer, 
     assert "```" not in html and "===" not in html
 
 
-def test_a_marker_inside_a_code_block_is_dropped_but_its_source_stays_listed():
+def test_a_marker_inside_a_code_block_goes_right_after_the_block_in_both_renderings():
     answer = "```\nprint(1)\n```\n"
-    html = render_html(cite(answer, ref(4, 12, bigdata("a"))), doc_id="x")
+    cited = cite(answer, ref(4, 12, bigdata("a")))
+    html = render_html(cited, doc_id="x")
     page = ParsedHtml(html)
     assert "<pre><code>print(1)\n</code></pre>" in html
-    assert sups(page) == [] and len(page.find("li", class_="footnote-item")) == 1
-    assert page.find("a", class_="footnote-backref") == []  # no first use to go back to
+    assert sups(page) == ["#fn-x-1"] and len(page.find("li", class_="footnote-item")) == 1
+    assert html.index("</pre>") < html.index('class="footnote-ref"')
+    assert render_markdown(cited).startswith("```\nprint(1)\n```\n\n[^1]\n\n")
+
+
+def test_a_marker_inside_an_indented_code_block_goes_after_it_at_the_outer_indent():
+    answer = "Run:\n\n    make test\n    make run\n\nDone."
+    cited = cite(answer, ref(10, 19, bigdata("a")))
+    assert render_markdown(cited).startswith("Run:\n\n    make test\n    make run\n\n[^1]\n\n")
+    assert sups(ParsedHtml(render_html(cited, doc_id="x"))) == ["#fn-x-1"]
 
 
 HOSTILE_TEXT = (
@@ -167,6 +177,7 @@ def test_hostile_answers_and_sources_produce_no_executable_markup(source):
     page = ParsedHtml(html)
 
     allowed = {"a", "p", "sup", "section", "h2", "ol", "li", "span", "code", "em", "strong", "pre"}
+    allowed |= {"div", "blockquote", "mark", "details", "summary", "ul"}  # evidence cards
     assert {e.tag for e in page.elements} <= allowed
     assert not [name for e in page.elements for name in e.attrs if name.startswith("on")]
     assert all(h.startswith(("#", "https://", "http://", "mailto:")) for h in page.hrefs)

@@ -4,8 +4,9 @@ from datetime import date
 
 import pytest
 
+from chats.agent.bigdata import source_document as source_fields
+from chats.agent.bigdata import source_key
 from citations.resolve import resolve_citations
-from citations.sources import source_fields, source_key
 from tests.citations.conftest import bigdata, cite, ref
 
 ANSWER = "Revenue rose 4%. Costs fell 2%. Margins improved."  # 49 characters
@@ -73,7 +74,7 @@ def test_a_null_source_links_to_the_audit_trace_with_that_tool_id():
     assert cited.markers == ()
     [attribution] = cited.tool_attributions
     assert (attribution.tool_name, attribution.title) == ("earnings_calendar", "Earnings calendar")
-    assert attribution.trace.position == 1
+    assert attribution.tool_call.tool_id == "cal-7"
     assert attribution.spans == ((0, 16), (17, 31))
 
 
@@ -81,7 +82,7 @@ def test_a_search_trace_is_titled_by_its_query_and_camel_case_traces_are_read():
     traces = [{"auditType": "SearchAuditV1", "toolId": "s-9", "query": {"text": "NVDA  gaming"}}]
     cited = cite(ANSWER, ref(0, 16, None, audit_id="s-9"), traces=traces)
     [attribution] = cited.tool_attributions
-    assert (attribution.trace.audit_type, attribution.title) == ("SearchAuditV1", "NVDA gaming")
+    assert (attribution.tool_call.kind, attribution.title) == ("SearchAuditV1", "NVDA gaming")
 
 
 def test_the_older_reference_shape_links_through_action_audits_id_or_its_tag():
@@ -94,7 +95,7 @@ def test_the_older_reference_shape_links_through_action_audits_id_or_its_tag():
          "action_audits_id": "act-1"},
         {"start": 17, "end": 31, "source": None, "tag": {"tool_call_id": "call-2", "ref_id": 2}},
     ]  # fmt: skip
-    cited = resolve_citations(answer=ANSWER, references=older, audit_traces=traces)
+    cited = cite(ANSWER, *older, traces=traces)
     assert [r.audit_id for r in cited.references] == ["act-1", "call-2"]
     assert [t.title for t in cited.tool_attributions] == ["Tearsheet", "Chart"]
 
@@ -102,7 +103,7 @@ def test_the_older_reference_shape_links_through_action_audits_id_or_its_tag():
 def test_an_audit_id_that_matches_no_trace_falls_back_to_the_tool_name():
     cited = cite(ANSWER, ref(0, 16, None, tool_name="company_tearsheet", audit_id="gone"))
     [attribution] = cited.tool_attributions
-    assert (attribution.display_name, attribution.title, attribution.trace) == (
+    assert (attribution.display_name, attribution.title, attribution.tool_call) == (
         "company_tearsheet",
         "",
         None,
@@ -159,7 +160,7 @@ def test_a_source_shows_the_fields_of_its_first_citation_in_reading_order():
 
 
 def test_references_from_before_and_after_the_answer_chunks_all_apply():
-    from chats.agent.events import event_from_message
+    from chats.agent.bigdata import event_from_message
     from chats.agent.transcript import Transcript
 
     messages = [
@@ -169,9 +170,7 @@ def test_references_from_before_and_after_the_answer_chunks_all_apply():
         {"type": "GROUNDING", "references": [ref(17, 49, bigdata("after"))]},
     ]
     transcript = Transcript.from_events(event_from_message(m) for m in messages)
-    cited = resolve_citations(
-        answer=transcript.answer, references=transcript.references, audit_traces=[]
-    )
+    cited = resolve_citations(answer=transcript.answer, citations=transcript.citations)
     assert [s.key for s in cited.sources] == ["id:before", "id:after"]
 
 

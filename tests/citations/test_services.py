@@ -5,12 +5,14 @@ import logging
 import pytest
 from django.db import transaction
 
+from chats.agent import bigdata as bigdata_adapter
+from chats.export import export_turns_markdown
 from chats.models import Turn
 from chats.selectors import chat_branch
-from citations.export import export_turns_markdown
+from citations.evidence import with_checks
 from citations.models import AuditTrace, Reference, Source
 from citations.render import render_markdown
-from citations.selectors import cited_answer_for_turn, turns_citing_source
+from citations.selectors import cited_answer_for_turn
 from citations.services import citations_store_for_turn
 from tests.citations.conftest import bigdata, cited_from_capture, ref
 
@@ -23,10 +25,10 @@ TRACES = [{"audit_type": "MarkdownAuditV1", "tool_id": "cal-7", "title": "Earnin
 def store(turn: Turn, references, traces=()):
     with transaction.atomic():
         return citations_store_for_turn(
-            turn=turn,
+            turn_id=turn.pk,
             answer=turn.answer_text,
-            references=list(references),
-            audit_traces=list(traces),
+            citations=[bigdata_adapter.citation(r) for r in references],
+            tool_calls=[bigdata_adapter.tool_call(t) for t in traces],
         )
 
 
@@ -80,7 +82,6 @@ def test_one_source_cited_by_two_turns_is_one_row(make_turn, django_assert_max_n
     # reference comes back as its own row.
     cited_by = source.references.order_by().values("turn").distinct()
     assert sorted(row["turn"] for row in cited_by) == [first.pk, second.pk]
-    assert list(turns_citing_source(source)) == [first, second]
 
 
 def test_storing_again_replaces_what_was_stored(make_turn):
@@ -116,10 +117,18 @@ def test_the_stored_answer_is_rebuilt_by_the_same_resolver(make_turn, stream_fix
     capture = stream_fixtures_dir / "tool_level.sse"
     transcript = Transcript.from_events(parse_sse_text(capture.read_text(encoding="utf-8"))[0])
     turn = make_turn(answer=transcript.answer)
-    store(turn, transcript.references, transcript.audit_traces)
+    with transaction.atomic():
+        citations_store_for_turn(
+            turn_id=turn.pk,
+            answer=turn.answer_text,
+            citations=transcript.citations,
+            tool_calls=transcript.tool_calls,
+        )
 
     rebuilt = cited_answer_for_turn(turn)
-    assert rebuilt == cited_from_capture(capture)
+    # The figure checks are stored when the turn completes and read back, not recomputed.
+    assert rebuilt == with_checks(cited_from_capture(capture))
+    assert all(c.check is not None for c in rebuilt.claims)
     assert render_markdown(rebuilt) == capture.with_suffix(".md").read_text(encoding="utf-8")
 
 
@@ -158,12 +167,24 @@ def test_the_export_gives_each_answer_its_own_footnote_labels(make_turn):
         f"Revenue rose 4%.[^{p1}1] Costs fell 2%.[^{p1}2] Margins improved.\n\n"
         f"[^{p1}1]: [Reuters - 2026-04-16](https://news.example/a)\n"
         f"[^{p1}2]: [Reuters - 2026-04-16](https://news.example/b)\n"
+        "\n> Figure check: 2 cited claims: 2 without a passage to check.\n"
         "\n"
         "## And Microsoft?\n\n"
         f"Azure grew 33%.[^{p2}1]\n\n"
         f"[^{p2}1]: [Reuters - 2026-04-16](https://news.example/a)\n"
+        "\n> Figure check: 1 cited claim: 1 without a passage to check.\n"
         "\n"
         "## Still running?\n\n_No answer._\n"
+    )
+
+
+def test_the_export_keeps_the_figure_check_and_names_each_flagged_claim(make_turn):
+    turn = make_turn("Margins?", answer="Margin rose to 38% in Q3.")
+    passage = [{"cnum": 1, "text": "Gross margin reached 35% in the third quarter."}]
+    store(turn, [ref(0, 25, bigdata("a", chunks=passage))])
+    assert export_turns_markdown([turn]).endswith(
+        "> Figure check: 1 cited claim: 1 figure not found in its source.\n"
+        "> - “Margin rose to 38% in Q3.”: 38% not found in its source.\n"
     )
 
 

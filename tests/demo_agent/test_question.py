@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from demo_agent.question import understand
-from demo_agent.tokens import PastTurn
+from demo_agent.tokens import BranchContext, PastTurn
 from demo_agent.turn import load_library
 
 LIBRARY = load_library()
-AFTER_NVIDIA = (PastTurn("How did NVIDIA do last quarter?", ("nvidia",), None),)
+AFTER_NVIDIA = BranchContext().after(PastTurn("How did NVIDIA do last quarter?", ("nvidia",), None))
 
 
-def _understand(text: str, history: tuple[PastTurn, ...] = ()):
+FRESH = BranchContext()
+
+
+def _understand(text: str, context: BranchContext = FRESH):
     return understand(
-        text, history=history, corpus=LIBRARY.corpus, vocabulary=LIBRARY.index.vocabulary
+        text, context=context, corpus=LIBRARY.corpus, vocabulary=LIBRARY.index.vocabulary
     )
 
 
@@ -38,8 +41,10 @@ def test_a_question_about_something_else_is_not_pinned_to_the_last_company():
 
 
 def test_and_another_company_repeats_the_previous_question():
-    history = (PastTurn("When does Microsoft report?", ("microsoft",), "calendar"),)
-    question = _understand("And Apple?", history)
+    context = BranchContext().after(
+        PastTurn("When does Microsoft report?", ("microsoft",), "calendar")
+    )
+    question = _understand("And Apple?", context)
     assert [c.key for c in question.companies] == ["apple"]
     assert question.wants_calendar
 

@@ -1,40 +1,57 @@
-"""Signed chat and checkpoint ids."""
+"""Signed chat and checkpoint ids: round trips, a bounded size, and refusal of anything forged."""
 
 from __future__ import annotations
 
-from demo_agent.tokens import MAX_HISTORY_TURNS, Chat, Checkpoint, PastTurn, TokenSigner
+from demo_agent.tokens import (
+    MAX_TOKEN_CHARS,
+    BranchContext,
+    Chat,
+    Checkpoint,
+    PastTurn,
+    TokenSigner,
+)
 
-SIGNER = TokenSigner("secret")
+COMPANIES = ("nvidia", "tesla", "apple")
+TOPICS = ("margins", "guidance")
+SIGNER = TokenSigner("secret", companies=COMPANIES, topics=TOPICS)
 CHAT = Chat(nonce="0123456789abcdef", persistence_mode="enabled")
 
 
 def _checkpoint(turns: int = 1) -> Checkpoint:
-    long_question = "x" * 200
-    history = tuple(PastTurn(f"Q{i} {long_question}", ("nvidia",), "margins") for i in range(turns))
-    return Checkpoint(chat=CHAT, created_at=1_800_000_000.5, nonce="abc123", history=history)
+    context = BranchContext()
+    for i in range(turns):
+        context = context.after(PastTurn(f"Q{i} " + "x" * 200, ("nvidia", "apple"), "margins"))
+    return Checkpoint(chat=CHAT, created_at=1_800_000_000.5, nonce="abc12345", context=context)
 
 
 def test_ids_round_trip():
     assert SIGNER.read_chat_id(SIGNER.chat_id(CHAT)) == CHAT
-    checkpoint = SIGNER.read_checkpoint_id(SIGNER.checkpoint_id(_checkpoint()))
-    assert checkpoint.chat == CHAT
-    assert checkpoint.created_at == 1_800_000_000.5
-    assert checkpoint.history[0].companies == ("nvidia",)
+    checkpoint = _checkpoint(turns=3)
+    assert SIGNER.read_checkpoint_id(SIGNER.checkpoint_id(checkpoint)) == checkpoint
 
 
-def test_checkpoints_stay_compact():
-    token = SIGNER.checkpoint_id(_checkpoint(turns=20))
-    checkpoint = SIGNER.read_checkpoint_id(token)
-    assert len(checkpoint.history) == MAX_HISTORY_TURNS
-    assert checkpoint.history[-1].question.startswith("Q19 ")
-    assert all(len(turn.question) <= 80 for turn in checkpoint.history)
-    assert len(token) < 1200
+def test_the_context_keeps_what_follow_ups_need():
+    context = BranchContext().after(PastTurn("How did NVIDIA do?", ("nvidia",), None))
+    context = context.after(PastTurn("What about inflation?", (), "margins"))
+    assert context.turns == 2
+    assert context.companies == ("nvidia",)  # "its" still means NVIDIA
+    assert context.topic == "margins"
+    assert context.question_chars == len("How did NVIDIA do?") + len("What about inflation?")
+
+
+def test_ids_stay_the_same_size_however_long_the_chat():
+    sizes = {len(SIGNER.checkpoint_id(_checkpoint(turns=n))) for n in (1, 2, 20, 500)}
+    assert len(sizes) == 1
+    assert max(sizes) <= MAX_TOKEN_CHARS <= 120
+    assert len(SIGNER.chat_id(CHAT)) <= 120
 
 
 def test_forged_or_confused_ids_are_rejected():
     chat_id = SIGNER.chat_id(CHAT)
     checkpoint_id = SIGNER.checkpoint_id(_checkpoint())
-    assert TokenSigner("other").read_chat_id(chat_id) is None
+    other = TokenSigner("other", companies=COMPANIES, topics=TOPICS)
+    assert other.read_chat_id(chat_id) is None
+    assert other.read_checkpoint_id(checkpoint_id) is None
     assert SIGNER.read_checkpoint_id(chat_id) is None
     assert SIGNER.read_chat_id(checkpoint_id) is None
     for garbage in ("", "chat_", "chat_x.y", "chat_é.ü", "ckpt_" + "A" * 40, chat_id + "x"):

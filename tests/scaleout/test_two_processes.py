@@ -20,8 +20,8 @@ from django.test import Client
 from websockets.asyncio.client import connect
 
 from chats.models import Chat, Turn
+from demo_agent.scripted import Reply, ScriptedAgent, Stall, answer_stream
 from tests.servers import free_port, serve_asgi
-from tests.upstream import Reply, ScriptedUpstream, answer_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,11 +107,11 @@ def test_a_turn_asked_on_one_process_is_watched_live_on_the_other(django_user_mo
     browser.force_login(user)
     cookie = f"sessionid={browser.cookies['sessionid'].value}"
 
-    upstream = ScriptedUpstream()
+    upstream = ScriptedAgent()
     text = " ".join(f"w{i}" for i in range(60))
     upstream.queue(Reply.events(*answer_stream(text, pieces=60), pause=0.02))
     upstream.queue(
-        Reply(body=[Reply.events({"type": "ANSWER", "content": "Partial"}).body[0], "stall"])
+        Reply(body=[Reply.events({"type": "ANSWER", "content": "Partial"}).body[0], Stall()])
     )
 
     with ExitStack() as stack:

@@ -1,8 +1,10 @@
 // The chat page: one websocket per chat, applying the server's frames to the thread.
 //
-// The server owns everything that matters: it renders every card and the final cited answer.
-// This script only shows a streaming turn's progress (plan, tool activity, a Markdown preview
-// of the answer so far) and keeps a cursor per streaming turn so a reconnect resumes exactly.
+// The server owns everything that matters: it renders every card, the final cited answer and
+// every label (plan steps, tool calls, statuses, titles, errors; see chats/display.py and
+// chats/protocol.py); the page's own words (banners, busy buttons) are data attributes of the
+// template. This script places what it is sent, previews the streaming answer's Markdown, and
+// keeps a cursor per streaming turn so a reconnect resumes exactly.
 (() => {
   "use strict";
 
@@ -15,13 +17,15 @@
   const message = document.getElementById("message");
   const effort = document.getElementById("effort");
   const sendButton = document.getElementById("send");
+  const sendLabel = sendButton.textContent;
   const modeBox = document.getElementById("composer-mode");
   const connectionBanner = document.getElementById("connection");
   // Raw HTML off: the agent's text is shown as text; markdown-it also refuses javascript: links.
   const markdown = window.markdownit({ html: false, linkify: false });
 
-  const FINAL_CLOSE_CODES = { 4401: "Your session has ended. Reload the page to log in again.",
-                              4404: "This chat is not available." };
+  // 4000-4999 are the server's own closes (logged out, no such chat, too many sockets): each
+  // follows an error frame that says why, and reconnecting would be refused again.
+  const isFinalClose = (code) => code >= 4000 && code < 5000;
   const streams = new Map(); // turn id -> {seq, text, committed, fences, dirty}
   let newestTurnId = Number(root.dataset.newestTurnId) || 0;
   let socket = null;
@@ -47,11 +51,11 @@
       handleFrame(JSON.parse(event.data));
     });
     socket.addEventListener("close", (event) => {
-      if (FINAL_CLOSE_CODES[event.code]) {
-        showConnection(FINAL_CLOSE_CODES[event.code]);
+      if (isFinalClose(event.code)) {
+        if (connectionBanner.hidden) showConnection(connectionBanner.dataset.closedText);
         return;
       }
-      showConnection("Connection lost. Reconnecting… (answers keep being written meanwhile)");
+      showConnection(connectionBanner.dataset.lostText);
       setTimeout(connect, reconnectDelay);
       reconnectDelay = Math.min(reconnectDelay * 2, 10000);
     });
@@ -75,12 +79,12 @@
   }
 
   // The server titles a chat after its first question; show it without a reload.
-  function showTitle(question) {
-    const title = question.split(/\s+/).join(" ").slice(0, 80);
-    root.querySelector(".chat-head h1").textContent = title;
+  function showTitle(frame) {
+    if (!frame.chat_title) return;
+    root.querySelector(".chat-head h1").textContent = frame.chat_title;
     const link = document.querySelector(".chat-links a[aria-current]");
-    if (link) link.textContent = title;
-    document.title = `${title} · ResearchSite`;
+    if (link) link.textContent = frame.chat_title;
+    document.title = frame.page_title;
   }
 
   function showConnection(text) {
@@ -109,10 +113,9 @@
     const cards = [...thread.querySelectorAll(".turn")];
     const keep = parent ? cards.indexOf(parent) + 1 : 0;
     cards.slice(keep).forEach((card) => card.remove());
-    const firstQuestion = Boolean(thread.querySelector(".empty-hint"));
     thread.querySelector(".empty-hint")?.remove();
     thread.insertAdjacentHTML("beforeend", frame.html);
-    if (firstQuestion) showTitle(cardFor(frame.turn_id).querySelector("[data-question]").textContent);
+    showTitle(frame);
     cardFor(frame.turn_id).scrollIntoView({ block: "nearest" });
     updateComposer();
   }
@@ -139,50 +142,26 @@
     updateComposer();
   }
 
+  // Each field of an event view says what to do with it (chats/protocol.py, EventView).
   function applyEvent(card, stream, event) {
-    switch (event.type) {
-      case "PLANNING": return renderPlan(card, event.plan);
-      case "THINKING": return setLiveStatus(card.dataset.turnId, "Thinking…");
-      case "ACTION":
-        addActivity(card, event.label, "action");
-        return setLiveStatus(card.dataset.turnId, event.label);
-      case "ANSWER":
-        stream.text += event.content;
-        stream.dirty = true;
-        return setLiveStatus(card.dataset.turnId, "Writing the answer…");
-      case "TOOL_ERROR":
-      case "LLM_RETRY":
-        return addActivity(card, event.label, "quiet");
-      case "ERROR": {
-        const banner = document.createElement("p");
-        banner.className = "banner error";
-        banner.setAttribute("role", "alert");
-        banner.textContent = event.label;
-        card.querySelector("[data-live]").append(banner);
-        return;
-      }
-      case "COMPLETE": return setLiveStatus(card.dataset.turnId, "Adding citations…");
+    if (event.plan_html !== undefined) {
+      const box = card.querySelector("[data-plan]");
+      box.innerHTML = event.plan_html; // rendered and escaped by the server; replaces the last
+      box.hidden = false;
     }
-  }
-
-  function renderPlan(card, plan) {
-    const box = card.querySelector("[data-plan]");
-    box.replaceChildren(); // each PLANNING replaces the last
-    const title = document.createElement("h3");
-    title.textContent = plan.title || "Research plan";
-    const list = document.createElement("ol");
-    for (const step of plan.steps) {
-      const item = document.createElement("li");
-      item.className = `step step-${(step.status || "").toLowerCase()}`;
-      item.textContent = step.description;
-      const status = document.createElement("span");
-      status.className = "step-status";
-      status.textContent = (step.status || "").replace("_", " ").toLowerCase();
-      item.append(" ", status);
-      list.append(item);
+    if (event.activity) addActivity(card, event.activity.text, event.activity.kind);
+    if (event.content) {
+      stream.text += event.content;
+      stream.dirty = true;
     }
-    box.append(title, list);
-    box.hidden = false;
+    if (event.alert) {
+      const banner = document.createElement("p");
+      banner.className = "banner error";
+      banner.setAttribute("role", "alert");
+      banner.textContent = event.alert;
+      card.querySelector("[data-live]").append(banner);
+    }
+    if (event.status) setLiveStatus(card.dataset.turnId, event.status);
   }
 
   function addActivity(card, label, kind) {
@@ -267,15 +246,15 @@
       case "stop":
         if (send({ type: "stop", turn_id: turnId })) {
           button.disabled = true;
-          button.textContent = "Stopping…";
+          button.textContent = button.dataset.busyLabel;
         }
         return;
       case "edit":
         message.value = question;
-        setMode({ parentTurnId }, "Editing a question: sending starts a new version of it.");
+        setMode({ parentTurnId }, button.dataset.modeText);
         return;
       case "continue":
-        setMode({ parentTurnId: turnId }, "Continuing from this answer: your question branches from here.");
+        setMode({ parentTurnId: turnId }, button.dataset.modeText);
         return;
       case "retry":
         ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId });
@@ -302,13 +281,13 @@
       credentials: "same-origin",
     });
     if (response.ok) location.reload();
-    else showConnection("Could not switch versions; reload the page and try again.");
+    else showConnection(connectionBanner.dataset.switchFailedText);
   }
 
   function updateComposer() {
     const streaming = thread.querySelector('.turn[data-status="streaming"]');
     sendButton.disabled = Boolean(streaming);
-    sendButton.textContent = streaming ? "Answering…" : "Send";
+    sendButton.textContent = streaming ? sendButton.dataset.busyLabel : sendLabel;
   }
 
   // --- Helpers ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Render a saved Research Agent or Workflows stream capture: `render_stream PATH [--format F]`."""
+"""Render a saved streaming body: `render_stream PATH [--provider NAME] [--format F]`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from chats.agent.providers import stream_formats
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
+from citations.evidence import with_checks
 from citations.render import render_json, render_markdown
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer, resolve_citations
@@ -27,14 +29,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--format", choices=["markdown", "html", "json"], default="markdown", dest="fmt"
         )
+        parser.add_argument(
+            "--provider",
+            choices=sorted(stream_formats()),
+            default="bigdata",
+            help="whose wire format the body is in (default: bigdata)",
+        )
 
-    def handle(self, *args, path: str, fmt: str, **options):
-        events, malformed = parse_sse_text(_read(path))
+    def handle(self, *args, path: str, fmt: str, provider: str, **options):
+        stream_format = stream_formats()[provider]
+        events, malformed = parse_sse_text(
+            _read(path), stream_format.adapter(), json_lines=stream_format.json_lines
+        )
         transcript = Transcript.from_events(events)
-        cited = resolve_citations(
-            answer=transcript.answer,
-            references=transcript.references,
-            audit_traces=transcript.audit_traces,
+        cited = with_checks(
+            resolve_citations(
+                answer=transcript.answer,
+                citations=transcript.citations,
+                tool_calls=transcript.tool_calls,
+            )
         )
         rendering = _render(cited, fmt)
         if rendering:

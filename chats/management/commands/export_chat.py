@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from chats.export import export_turns_markdown
 from chats.models import Chat
 from chats.selectors import chat_branch
-from citations.export import export_turns_markdown
 
 
 class Command(BaseCommand):

@@ -1,0 +1,137 @@
+"""The evidence behind each claim: what the cited sources say, and whether it has its figures.
+
+A claim is what one footnote marker closes: the text from the earliest start of the spans that
+end at that marker to the marker. Its evidence is the passages each of its sources contributed
+(Bigdata chunks, Anthropic's cited_text, Gemini's segment text...). The figure check
+(`claims.check_claim`) runs once, when the turn completes; the result is stored with the
+references and read back, never recomputed on display.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .claims import ClaimCheck, check_claim, summarise
+from .references import Passage
+
+if TYPE_CHECKING:
+    from .resolve import CitedAnswer, ResolvedReference
+
+_WORD = re.compile(r"\w+(?:[.,']\w+)*", re.UNICODE)
+# Words too common to show as evidence of anything.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "will",
+        "with",
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One marker's claim: its span, its sources' passages by footnote, and its check."""
+
+    index: int  # the marker's index in `CitedAnswer.markers`
+    start: int
+    end: int  # the marker's offset
+    passages: tuple[tuple[int, tuple[Passage, ...]], ...]  # (footnote, passages), ascending
+    check: ClaimCheck | None = None
+
+    @property
+    def footnotes(self) -> tuple[int, ...]:
+        return tuple(number for number, _ in self.passages)
+
+    @property
+    def is_flagged(self) -> bool:
+        return self.check is not None and self.check.is_flagged
+
+
+def claims_of(
+    references: Sequence[ResolvedReference], marker_offsets: Sequence[int]
+) -> tuple[Claim, ...]:
+    """Group the shown references into one claim per marker."""
+    by_marker: dict[int, list[ResolvedReference]] = {}
+    for ref in references:
+        if ref.footnote is not None and ref.marker_offset is not None:
+            by_marker.setdefault(ref.marker_offset, []).append(ref)
+    claims = []
+    for index, offset in enumerate(marker_offsets):
+        refs = by_marker.get(offset, [])
+        passages: dict[int, list[Passage]] = {}
+        for ref in refs:
+            kept = passages.setdefault(ref.footnote, [])
+            kept.extend(p for p in ref.passages if p not in kept)
+        claims.append(
+            Claim(
+                index=index,
+                start=min((r.start for r in refs), default=offset),
+                end=offset,
+                passages=tuple((n, tuple(passages[n])) for n in sorted(passages)),
+            )
+        )
+    return tuple(claims)
+
+
+def with_checks(cited: CitedAnswer) -> CitedAnswer:
+    """Return the answer with every claim's figures checked against its passages."""
+    dates = {s.number: s.published_on for s in cited.sources}
+    claims = []
+    for claim in cited.claims:
+        texts = [p.text for _, passages in claim.passages for p in passages]
+        published = [dates[n].isoformat() for n in claim.footnotes if dates.get(n)]
+        check = check_claim(
+            cited.answer[claim.start : claim.end],
+            texts,
+            sources=len(claim.footnotes),
+            published=published,
+        )
+        claims.append(replace(claim, check=check))
+    return replace(cited, claims=tuple(claims))
+
+
+def with_stored_checks(cited: CitedAnswer, checks: dict[int, ClaimCheck]) -> CitedAnswer:
+    """Return the answer with the checks stored when the turn completed, by marker offset."""
+    claims = tuple(replace(c, check=checks.get(c.end)) for c in cited.claims)
+    return replace(cited, claims=claims)
+
+
+def checks_summary(cited: CitedAnswer) -> str:
+    """Return "9 cited claims: 8 checked, 1 figure not found in its source", or ""."""
+    checks = [c.check for c in cited.claims if c.check is not None]
+    return summarise(checks) if checks and len(checks) == len(cited.claims) else ""
+
+
+def shared_words(claim: str, passage: str) -> list[tuple[int, int]]:
+    """Return the spans of `passage` whose words also appear in the claim (for highlighting)."""
+    wanted = {w.casefold() for w in _WORD.findall(claim)} - _STOPWORDS
+    return [
+        m.span() for m in _WORD.finditer(passage) if m[0].casefold() in wanted and len(m[0]) > 1
+    ]

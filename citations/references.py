@@ -1,0 +1,174 @@
+"""The core's typed inputs: what every provider's adapter turns its citations into.
+
+A `Citation` ties a span of the answer (offsets in code points, end exclusive) to a
+`SourceDocument`, or to nothing (a tool-level attribution: the span rests on a tool call's whole
+result, seed 000). Adapters build these from their wire format; past the adapter nobody reads
+upstream JSON. `data` fields keep what was received, for the log and the admin, and are never
+interpreted by the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from .sources import source_label
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """Text of the source that supports the claim (a Bigdata chunk, Anthropic's cited_text...)."""
+
+    text: str
+    relevance: float | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {"text": self.text, "relevance": self.relevance}
+
+    @classmethod
+    def from_data(cls, data: Any) -> Passage | None:
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            return None
+        relevance = data.get("relevance")
+        number = isinstance(relevance, int | float) and not isinstance(relevance, bool)
+        return cls(text=data["text"], relevance=float(relevance) if number else None)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """One document or web page, as its provider describes it.
+
+    `key` is the deduplication key the adapter chose (never a tool call id: one call returns
+    many documents). `url` is already safe to link (`sources.http_url`) or "".
+    """
+
+    key: str
+    type: str  # BIGDATA, EXTERNAL, WEB, DOCUMENT or OTHER
+    name: str  # the outlet or site; the label falls back to it
+    headline: str = ""
+    url: str = ""
+    published_on: date | None = None
+    data: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        """The footnote's text: "Name - YYYY-MM-DD", or the name alone (seed 000)."""
+        return source_label(self.name, self.published_on)
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "type": self.type,
+            "name": self.name,
+            "headline": self.headline,
+            "url": self.url,
+            "published_on": self.published_on.isoformat() if self.published_on else None,
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> SourceDocument:
+        published = data.get("published_on")
+        return cls(
+            key=str(data.get("key") or ""),
+            type=str(data.get("type") or "OTHER"),
+            name=str(data.get("name") or ""),
+            headline=str(data.get("headline") or ""),
+            url=str(data.get("url") or ""),
+            published_on=date.fromisoformat(published) if isinstance(published, str) else None,
+            data=data.get("data"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One claim of the answer and what supports it, as the provider sent it.
+
+    `problem` is set by the adapter when the reference could not be read at all ("not an
+    object"); whether the span fits the answer is judged later, by `resolve`, against the
+    whole answer. `audit_ids` are the tool-call ids the reference names, in order of trust.
+    """
+
+    start: int | None
+    end: int | None
+    source: SourceDocument | None
+    tool_name: str = ""
+    audit_ids: tuple[str, ...] = ()
+    passages: tuple[Passage, ...] = ()
+    problem: str = ""
+    data: Any = field(default=None, compare=False, repr=False)
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "source": self.source.to_data() if self.source else None,
+            "tool_name": self.tool_name,
+            "audit_ids": list(self.audit_ids),
+            "passages": [p.to_data() for p in self.passages],
+            "problem": self.problem,
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Citation:
+        source = data.get("source")
+        return cls(
+            start=_int(data.get("start")),
+            end=_int(data.get("end")),
+            source=SourceDocument.from_data(source) if isinstance(source, dict) else None,
+            tool_name=str(data.get("tool_name") or ""),
+            audit_ids=tuple(str(a) for a in data.get("audit_ids") or ()),
+            passages=tuple(
+                p for item in data.get("passages") or () if (p := Passage.from_data(item))
+            ),
+            problem=str(data.get("problem") or ""),
+            data=data.get("data"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the agent made (a Bigdata AUDIT trace, a web search), in arrival order.
+
+    Tool-level citations name it through `Citation.audit_ids`; `results` are the documents it
+    retrieved, cited or not.
+    """
+
+    tool_id: str
+    kind: str  # the audit type ("SearchAuditV1") or the provider's tool name
+    title: str  # the search query or the trace's title, on one line
+    results: tuple[SourceDocument, ...] = ()
+    data: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def result_headlines(self) -> list[str]:
+        return [r.headline for r in self.results if r.headline]
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "tool_id": self.tool_id,
+            "kind": self.kind,
+            "title": self.title,
+            "results": [r.to_data() for r in self.results],
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(
+            tool_id=str(data.get("tool_id") or ""),
+            kind=str(data.get("kind") or ""),
+            title=str(data.get("title") or ""),
+            results=tuple(
+                SourceDocument.from_data(r)
+                for r in data.get("results") or ()
+                if isinstance(r, dict)
+            ),
+            data=data.get("data"),
+        )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

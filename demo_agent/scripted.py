@@ -1,0 +1,200 @@
+"""A scripted stand-in for the Research Agent, for tests and benchmarks: it streams what it is told.
+
+Each POST records the request (JSON body and headers) and plays a `Reply`: the next one queued,
+or else what `respond(request)` returns. A reply is a status with headers, then steps: wire lines
+(an event written by `demo_agent.wire`, or any raw text), `Sleep`, `Stall` and `Drop`, paced at
+`rate` steps per second if asked. Serve it with uvicorn on 127.0.0.1, in a thread (the tests'
+`serve_asgi`) or in a process of its own (`bench/_site.py`); it never runs inside the site.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .wire import (
+    SSE_HEADERS,
+    Receive,
+    Scope,
+    Send,
+    end_stream,
+    lifespan,
+    read_body,
+    refuse_websocket,
+    send_chunk,
+    sse_event,
+)
+
+DEFAULT_CHAT_ID = "chat-up-1"
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Send nothing for `seconds`, then go on."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Send nothing more and keep the connection open until the client leaves."""
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Cut the connection mid-body, as a crashed agent or a reset socket would."""
+
+
+Step = str | bytes | Sleep | Stall | Drop
+
+
+class ScriptedDrop(Exception):
+    """Raised inside the app: uvicorn then closes the connection without ending the body."""
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Iterable[Step] = ()  # consumed lazily, so a generator can stamp each step as it is sent
+    headers: dict[str, str] = field(default_factory=dict)
+    rate: float = 0.0  # steps per second on an absolute schedule; 0 sends as fast as it can
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        detail: Any,
+        *,
+        retry_after: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        """The API's error answer: a JSON `{"detail": ...}` before any event."""
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        if retry_after is not None:
+            headers["Retry-After"] = f"{retry_after:g}"
+        return cls(status=status, body=[json.dumps({"detail": detail})], headers=headers)
+
+    @classmethod
+    def events(
+        cls,
+        *messages: dict[str, Any],
+        chat_id: str = DEFAULT_CHAT_ID,
+        pause: float = 0.0,
+        rate: float = 0.0,
+    ) -> Reply:
+        """Stream `messages` in the envelope, with `pause` seconds after each one."""
+        body: list[Step] = []
+        for message in messages:
+            body.append(sse_event(chat_id, message))
+            if pause:
+                body.append(Sleep(pause))
+        return cls(body=body, rate=rate)
+
+    @classmethod
+    def capture(cls, path: Path) -> Reply:
+        """Replay a capture's lines exactly as they were recorded."""
+        return cls(body=path.read_bytes().splitlines(keepends=True))
+
+
+def answer_stream(
+    text: str, *, checkpoint: str = "ckpt-1", pieces: int = 4
+) -> list[dict[str, Any]]:
+    """A minimal complete run answering `text` in a few ANSWER chunks."""
+    size = max(1, len(text) // pieces)
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    return [
+        {
+            "type": "PLANNING",
+            "plan": {"title": "Plan", "steps": [{"description": "Look", "status": "IN_PROGRESS"}]},
+        },
+        {"type": "ACTION", "tool_name": "search", "tool_arguments": {"query": "q"}},
+        *({"type": "ANSWER", "message_id": "a", "content": c} for c in chunks),
+        {"type": "COMPLETE", "checkpoint_id": checkpoint, "consumption": []},
+    ]
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    path: str
+    json: Any  # None when the body was not JSON
+    headers: dict[str, str]  # names lower-cased
+
+
+def _no_reply(request: ReceivedRequest) -> Reply:
+    return Reply.error(500, "no scripted reply")
+
+
+class ScriptedAgent:
+    """An ASGI app answering each POST with the next queued `Reply` (else `respond(request)`)."""
+
+    def __init__(self, respond: Callable[[ReceivedRequest], Reply] = _no_reply) -> None:
+        self.respond = respond
+        self.replies: deque[Reply] = deque()
+        self.requests: list[ReceivedRequest] = []
+        self.url = ""  # set by whoever serves it, for the tests' convenience
+
+    def queue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    @property
+    def payloads(self) -> list[Any]:
+        return [request.json for request in self.requests]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        if scope["type"] == "websocket":
+            await refuse_websocket(receive, send)
+            return
+        body = await read_body(receive, limit=64 * 1024 * 1024)
+        if body is None:
+            return
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        request = ReceivedRequest(path=scope["path"], json=parsed, headers=headers)
+        self.requests.append(request)
+        reply = self.replies.popleft() if self.replies else self.respond(request)
+        await _play(reply, receive, send)
+
+
+async def _play(reply: Reply, receive: Receive, send: Send) -> None:
+    extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    # An event stream unless the reply says otherwise (errors are JSON).
+    has_type = any(name == b"content-type" for name, _ in extra)
+    headers = extra if has_type else SSE_HEADERS + extra
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    steps = iter(reply.body)
+    index = 0
+    while True:
+        if reply.rate:
+            # An absolute schedule, so one late tick does not slow the rest of the stream down;
+            # the next step is taken only after the wait, so a generator can stamp it on time.
+            delay = started + index / reply.rate - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        step = next(steps, None)
+        if step is None:
+            break
+        index += 1
+        if isinstance(step, Sleep):
+            await asyncio.sleep(step.seconds)
+        elif isinstance(step, Stall):
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
+        elif isinstance(step, Drop):
+            raise ScriptedDrop("scripted drop")
+        else:
+            await send_chunk(send, step.encode() if isinstance(step, str) else step)
+    await end_stream(send)
