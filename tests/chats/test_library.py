@@ -201,6 +201,7 @@ def test_json_export_has_turns_references_and_sources(logged_in, chat):
     assert turn["answer"] == "Prices should rise."
     assert [s["name"] for s in turn["sources"]] == ["Mining Weekly"]
     assert [(r["start"], r["end"], r["footnote"]) for r in turn["references"]] == [(0, 19, 1)]
+    assert [c["check"]["status"] for c in turn["claims"]] == ["no_passage"]  # the claim check
 
 
 def test_json_export_of_another_users_chat_is_404(client, intruder, chat):
