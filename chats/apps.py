@@ -6,4 +6,7 @@ class ChatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import sockets  # noqa: F401 (connects the logout signal that closes sockets)
+        from . import (
+            admin_library,  # noqa: F401 (registers the shares' admin)
+            sockets,  # noqa: F401 (connects the logout signal that closes sockets)
+        )

@@ -5,6 +5,7 @@ retry is a sibling. `Chat.active_turn` is the leaf of the branch the user last l
 """
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.utils import timezone
 
@@ -30,6 +31,9 @@ class Chat(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # The library (chats/library/): pinned chats head the sidebar; archived ones leave it.
+    pinned = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     objects = ChatQuerySet.as_manager()
 
@@ -169,3 +173,54 @@ class OpenSocket(models.Model):
 
     def __str__(self) -> str:
         return self.channel_name
+
+
+class ChatSearchDocument(models.Model):
+    """A chat's searchable text: its title, and its questions, answers and sources' names.
+
+    Written only by `chats.library.search`. The full-text index over it depends on the database:
+    on PostgreSQL `search_vector` (GIN-indexed), on SQLite an FTS5 table kept in sync by
+    triggers (both made by migration 0006_library); on SQLite `search_vector` stays NULL.
+    """
+
+    chat = models.OneToOneField(Chat, on_delete=models.CASCADE, related_name="search_document")
+    title = models.TextField(blank=True)
+    body = models.TextField(blank=True)
+    search_vector = SearchVectorField(null=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"Search text of chat {self.chat_id}"
+
+
+class ChatShareQuerySet(models.QuerySet):
+    def active(self) -> "ChatShareQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+
+class ChatShare(models.Model):
+    """A read-only link to a chat's visible branch as it was when shared (up to `leaf_turn`)."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True)
+    leaf_turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ChatShareQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["chat"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="one_active_share_per_chat",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Share of chat {self.chat_id}"

@@ -23,6 +23,7 @@ from .agent.providers import (
     default_agent,
 )
 from .agent.transcript import Transcript
+from .library.search import chat_search_index_update
 from .models import Chat, Turn, TurnEvent
 from .protocol import LEAF, ErrorCode
 from .selectors import branch_leaf, chat_branch, chat_turn_tree
@@ -204,6 +205,7 @@ def turn_finish(
         chat.upstream_chat_id = transcript.upstream_chat_id
         update.append("upstream_chat_id")
     chat.save(update_fields=update)
+    chat_search_index_update(chat_id=chat.pk)  # the answer is searchable once it is stored
     return turn
 
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .library import views as library
 
 urlpatterns = [
     path("", views.chat_list, name="chat_list"),
@@ -8,4 +9,16 @@ urlpatterns = [
     path("chats/<int:chat_id>/", views.chat_detail, name="chat_detail"),
     path("chats/<int:chat_id>/branch/", views.chat_branch_select, name="chat_branch_select"),
     path("chats/<int:chat_id>/export.md", views.chat_export, name="chat_export"),
+    # The library (chats/library/): search, organise, share, export.
+    path("chats/search/", library.chat_search, name="chat_search"),
+    path("chats/archived/", library.chat_archived, name="chat_archived"),
+    path("chats/<int:chat_id>/rename/", library.chat_rename_view, name="chat_rename"),
+    path("chats/<int:chat_id>/pin/", library.chat_pin_view, name="chat_pin"),
+    path("chats/<int:chat_id>/archive/", library.chat_archive_view, name="chat_archive"),
+    path("chats/<int:chat_id>/delete/", library.chat_delete_view, name="chat_delete"),
+    path("chats/<int:chat_id>/share/", library.chat_share_view, name="chat_share"),
+    path("chats/<int:chat_id>/unshare/", library.chat_share_revoke_view, name="chat_unshare"),
+    path("chats/<int:chat_id>/export.json", library.chat_export_json, name="chat_export_json"),
+    path("chats/<int:chat_id>/print/", library.chat_print, name="chat_print"),
+    path("shared/<str:token>/", library.chat_shared, name="chat_shared"),
 ]

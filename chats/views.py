@@ -13,14 +13,14 @@ from .agent.providers import agent_label
 from .display import page_limits
 from .export import export_turns_markdown
 from .models import Turn
-from .selectors import chat_branch, chat_get_for_user, chat_list_for_user
+from .selectors import chat_branch, chat_get_for_user
 from .services import TurnStartError, chat_create, chat_select_branch
 
 
 @require_GET
 @login_required
 def chat_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "chats/chat_list.html", {"chats": chat_list_for_user(user=request.user)})
+    return render(request, "chats/chat_list.html")  # the sidebar comes from chat_library tags
 
 
 @require_POST
@@ -41,7 +41,6 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         # Newest in the whole chat, not just this branch: the page's sync asks only for turns
         # started after it loaded, whichever branch they are on.
         "newest_turn_id": chat.turns.order_by("-pk").values_list("pk", flat=True).first() or 0,
-        "chats": chat_list_for_user(user=request.user),
         "efforts": Turn.Effort.choices,
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
         "limits": page_limits(),

@@ -225,6 +225,13 @@
     }
   });
 
+  // Escape stops a streaming answer (the search field and evidence cards handle their own).
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    const stop = thread.querySelector('.turn[data-status="streaming"] [data-action="stop"]');
+    if (stop) stop.click();
+  });
+
   message.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();

@@ -135,6 +135,7 @@
     if (!card.hidden || !panel.hidden) {
       hideCard();
       closePanel();
+      event.preventDefault();  // Escape closes the card, it does not also stop an answer
       event.stopPropagation();
     }
   }, true);

@@ -1,0 +1,1 @@
+"""The chat library: search past chats, organise them, share and export them."""

@@ -1,0 +1,38 @@
+"""Export a chat's visible branch as JSON: each turn with its cited answer, references, sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from citations.render import render_json
+from citations.selectors import cited_answers_for_turns
+
+from ..models import Chat, Turn
+
+EXPORT_FORMAT_VERSION = 1
+
+
+def export_chat_json(*, chat: Chat, turns: list[Turn]) -> dict[str, Any]:
+    """Return the turns as JSON-serialisable data, in the `render_stream --format json` shape."""
+    cited = cited_answers_for_turns(turns)
+    return {
+        "format_version": EXPORT_FORMAT_VERSION,
+        "exported_at": timezone.now().isoformat(),
+        "chat": {"id": chat.pk, "title": chat.title, "created_at": chat.created_at.isoformat()},
+        "turns": [
+            {
+                "id": turn.pk,
+                "parent_id": turn.parent_id,
+                "question": turn.question,
+                "research_effort": turn.research_effort,
+                "status": turn.status,
+                "error": turn.error,
+                "created_at": turn.created_at.isoformat(),
+                "finished_at": turn.finished_at.isoformat() if turn.finished_at else None,
+                **render_json(cited[turn.pk]),
+            }
+            for turn in turns
+        ],
+    }

@@ -1,0 +1,150 @@
+"""Pages of the library: search, archived chats, organising actions, shares and exports.
+
+Every action is a POST (CSRF-checked) on one of the user's own chats; another user's chat is a
+404, as on the chat page.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from ..selectors import chat_branch, chat_get_for_user
+from .export import export_chat_json
+from .search import chat_search_for_user
+from .selectors import chat_archived_for_user, chat_share_get, chat_share_turns
+from .services import (
+    LibraryError,
+    chat_archive,
+    chat_delete,
+    chat_pin,
+    chat_rename,
+    chat_share,
+    chat_share_revoke,
+)
+
+
+@require_GET
+@login_required
+def chat_search(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "")[:200]
+    context = {"query": query, "results": chat_search_for_user(user=request.user, query=query)}
+    if request.GET.get("fragment"):  # the sidebar's results while typing
+        return render(request, "chats/_search_results.html", context)
+    return render(request, "chats/chat_search.html", context)
+
+
+@require_GET
+@login_required
+def chat_archived(request: HttpRequest) -> HttpResponse:
+    archived = chat_archived_for_user(user=request.user)
+    return render(request, "chats/chat_archived.html", {"archived": archived})
+
+
+@require_POST
+@login_required
+def chat_rename_view(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    try:
+        chat_rename(chat=chat, title=request.POST.get("title", ""))
+    except LibraryError as error:
+        if _wants_json(request):
+            return JsonResponse({"error": str(error)}, status=HTTPStatus.BAD_REQUEST)
+        return HttpResponse(str(error), status=HTTPStatus.BAD_REQUEST, content_type="text/plain")
+    if _wants_json(request):
+        return JsonResponse({"ok": True, "title": chat.title})
+    return _back(request, chat_id)
+
+
+@require_POST
+@login_required
+def chat_pin_view(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    chat_pin(chat=chat, pinned=request.POST.get("pinned") == "1")
+    return _back(request, chat_id)
+
+
+@require_POST
+@login_required
+def chat_archive_view(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    archived = request.POST.get("archived") == "1"
+    chat_archive(chat=chat, archived=archived)
+    # An archived chat left the main list: go back to it; unarchiving stays where it was done.
+    return redirect("chat_list") if archived else _back(request, chat_id)
+
+
+@require_POST
+@login_required
+def chat_delete_view(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat_delete(chat=chat_get_for_user(user=request.user, chat_id=chat_id))
+    return redirect("chat_list")
+
+
+@require_POST
+@login_required
+def chat_share_view(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    try:
+        chat_share(chat=chat, user=request.user)
+    except LibraryError as error:
+        return HttpResponse(str(error), status=HTTPStatus.CONFLICT, content_type="text/plain")
+    return redirect(reverse("chat_detail", args=[chat.pk]) + "#share")
+
+
+@require_POST
+@login_required
+def chat_share_revoke_view(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat_share_revoke(chat=chat_get_for_user(user=request.user, chat_id=chat_id))
+    return redirect("chat_detail", chat_id=chat_id)
+
+
+@require_GET
+@login_required
+def chat_shared(request: HttpRequest, token: str) -> HttpResponse:
+    """The read-only view of a share, for any signed-in user who has the link."""
+    share = chat_share_get(token=token)
+    context = {"share": share, "chat": share.chat, "turns": chat_share_turns(share=share)}
+    response = render(request, "chats/chat_shared.html", context)
+    response["Referrer-Policy"] = "no-referrer"  # the token is in the URL; keep it off links out
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@require_GET
+@login_required
+def chat_export_json(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    turns = [item.turn for item in chat_branch(chat=chat)]
+    body = json.dumps(export_chat_json(chat=chat, turns=turns), ensure_ascii=False, indent=2)
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="chat-{chat.pk}.json"'
+    return response
+
+
+@require_GET
+@login_required
+def chat_print(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """The visible branch on a plain page, laid out for the browser's Print / Save as PDF."""
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    turns = [item.turn for item in chat_branch(chat=chat)]
+    return render(request, "chats/chat_print.html", {"chat": chat, "turns": turns})
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.headers.get("Accept") == "application/json"
+
+
+def _back(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """Redirect to the page the action was taken on, if it is ours; else to the chat."""
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return redirect(target)
+    return redirect("chat_detail", chat_id=chat_id)

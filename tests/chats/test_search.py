@@ -1,0 +1,203 @@
+"""Searching past chats: the same behaviour on SQLite (FTS5) and PostgreSQL (tsvector)."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from chats.agent.transcript import Transcript
+from chats.library.search import chat_search_for_user, chat_search_index_update
+from chats.models import Chat, ChatSearchDocument, Turn
+from chats.services import turn_finish, turn_start
+from tests.chats.library_factories import bigdata_source, finished_turn
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def analyst(django_user_model):
+    return django_user_model.objects.create_user("analyst", password="pw-analyst-123")
+
+
+@pytest.fixture
+def intruder(django_user_model):
+    return django_user_model.objects.create_user("intruder", password="pw-intruder-123")
+
+
+def titles(results) -> list[str]:
+    return [r.chat.title for r in results]
+
+
+def test_finds_a_chat_by_a_word_of_its_answer_question_source_name_and_headline(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Chip makers")
+    finished_turn(
+        chat,
+        "How did the data center business do?",
+        "Revenue from **hyperscalers** rose sharply.",
+        sources=[bigdata_source("d1", name="Bloomberg", headline="Quarterly shipments surge")],
+    )
+    Chat.objects.create(owner=analyst, title="Unrelated")
+
+    for query in ["hyperscalers", "center", "Bloomberg", "shipments", "revenue hyperscalers"]:
+        assert titles(chat_search_for_user(user=analyst, query=query)) == ["Chip makers"], query
+
+
+def test_stemming_and_prefix_of_the_last_word(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Margins")
+    finished_turn(chat, "What happened to margins?", "Gross margins were improving steadily.")
+
+    assert titles(chat_search_for_user(user=analyst, query="improve")) == ["Margins"]
+    assert titles(chat_search_for_user(user=analyst, query="gross stead")) == ["Margins"]
+    assert chat_search_for_user(user=analyst, query="gross declined") == []
+
+
+def test_only_the_users_own_chats(analyst, intruder):
+    mine = Chat.objects.create(owner=analyst, title="Mine")
+    finished_turn(mine, "Q", "The semiconductor outlook is bright.")
+    theirs = Chat.objects.create(owner=intruder, title="Theirs")
+    finished_turn(theirs, "Q", "The semiconductor outlook is dim.")
+
+    assert titles(chat_search_for_user(user=analyst, query="semiconductor")) == ["Mine"]
+    assert titles(chat_search_for_user(user=intruder, query="semiconductor")) == ["Theirs"]
+
+
+def test_ranked_title_matches_first_then_more_mentions(analyst):
+    once = Chat.objects.create(owner=analyst, title="Energy")
+    finished_turn(once, "Q", "Batteries are mentioned once here among many other words.")
+    often = Chat.objects.create(owner=analyst, title="Storage")
+    finished_turn(often, "Q", "Batteries, batteries and batteries: batteries everywhere.")
+    titled = Chat.objects.create(owner=analyst, title="Batteries")
+    finished_turn(titled, "Q", "Nothing else to see.")
+
+    assert titles(chat_search_for_user(user=analyst, query="batteries")) == [
+        "Batteries",
+        "Storage",
+        "Energy",
+    ]
+
+
+def test_snippets_escape_the_text_and_mark_only_the_matches(analyst):
+    chat = Chat.objects.create(owner=analyst, title="<b>Bold</b> title")
+    finished_turn(chat, '<script>alert("x")</script> tariff?', 'R&D "tariff" <b>rose</b>.')
+
+    [result] = chat_search_for_user(user=analyst, query="tariff")
+    # PostgreSQL's headline drops what looks like a tag, FTS5 keeps it: either way, as text.
+    assert "<script" not in result.snippet_html and "<b>" not in result.snippet_html
+    assert "R&amp;D &quot;<mark>tariff</mark>&quot;" in result.snippet_html
+    assert result.snippet_html.replace("<mark>", "").replace("</mark>", "").count("<") == 0
+    assert result.title_html == "&lt;b&gt;Bold&lt;/b&gt; title"
+    [result] = chat_search_for_user(user=analyst, query="bold")
+    assert "<mark>Bold</mark>" in result.title_html
+
+
+def test_stored_sentinel_characters_cannot_forge_marks(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Forged")
+    finished_turn(chat, "Q", "Evil \ue000text\ue001 and the word lithium.")
+
+    [result] = chat_search_for_user(user=analyst, query="lithium")
+    assert result.snippet_html.count("<mark>") == 1
+
+
+def test_query_syntax_is_taken_as_words(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Syntax")
+    finished_turn(chat, "Q", "Copper prices and nickel prices.")
+
+    for query in [
+        '"copper',
+        "copper AND (",
+        "copper & | !",
+        "copper:*",
+        "copper)",
+        "-copper",
+        "copper^",
+    ]:
+        assert titles(chat_search_for_user(user=analyst, query=query)) == ["Syntax"], query
+    assert chat_search_for_user(user=analyst, query="  ¿?! ") == []
+
+
+def test_the_index_follows_new_turns_renames_and_deletion(analyst):
+    chat = Chat.objects.create(owner=analyst, title="First title")
+    finished_turn(chat, "Q", "About cobalt.")
+    assert titles(chat_search_for_user(user=analyst, query="zinc")) == []
+
+    finished_turn(chat, "Follow-up", "Now about zinc.")
+    assert titles(chat_search_for_user(user=analyst, query="zinc")) == ["First title"]
+
+    Chat.objects.filter(pk=chat.pk).update(title="Renamed metals")
+    chat_search_index_update(chat_id=chat.pk)
+    assert titles(chat_search_for_user(user=analyst, query="renamed")) == ["Renamed metals"]
+    assert chat_search_for_user(user=analyst, query="first") == []
+
+    chat.delete()
+    assert chat_search_for_user(user=analyst, query="zinc") == []
+    assert not ChatSearchDocument.objects.exists()
+
+
+def test_rebuild_command_indexes_every_chat(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Silver")
+    finished_turn(chat, "Q", "Platinum demand.")
+    ChatSearchDocument.objects.all().delete()
+    assert chat_search_for_user(user=analyst, query="platinum") == []
+
+    out = StringIO()
+    call_command("rebuild_search_index", stdout=out)
+    assert "1 chat" in out.getvalue()
+    assert titles(chat_search_for_user(user=analyst, query="platinum")) == ["Silver"]
+
+
+def test_search_page_lists_results_with_snippets(client, analyst, intruder):
+    chat = Chat.objects.create(owner=analyst, title="Palladium")
+    finished_turn(chat, "Q", "Palladium supply tightened.")
+    theirs = Chat.objects.create(owner=intruder, title="Their palladium")
+    finished_turn(theirs, "Q", "Palladium too.")
+    client.force_login(analyst)
+
+    response = client.get(reverse("chat_search"), {"q": "palladium"})
+
+    assert response.status_code == HTTPStatus.OK
+    page = response.content.decode()
+    assert reverse("chat_detail", args=[chat.pk]) in page
+    assert "<mark>Palladium</mark> supply" in page
+    assert "Their palladium" not in page
+
+
+def test_a_turn_is_found_as_soon_as_it_finishes(analyst):
+    chat = Chat.objects.create(owner=analyst)
+    turn, _ = turn_start(chat=chat, question="Which metal is scarce?", research_effort="standard")
+
+    turn_finish(
+        turn_id=turn.pk,
+        transcript=Transcript(answer_parts=["Molybdenum is scarce."]),
+        status=Turn.Status.COMPLETE,
+    )
+
+    assert titles(chat_search_for_user(user=analyst, query="molybdenum")) == [
+        "Which metal is scarce?"
+    ]
+
+
+def test_only_the_newest_matches_are_ranked(analyst, monkeypatch):
+    monkeypatch.setattr("chats.library.search.RANK_WINDOW", 2)
+    for title in ["Tin", "Metals one", "Metals two"]:  # the oldest would rank first
+        finished_turn(Chat.objects.create(owner=analyst, title=title), "Q", "About tin.")
+
+    assert sorted(titles(chat_search_for_user(user=analyst, query="tin"))) == [
+        "Metals one",
+        "Metals two",
+    ]
+    assert titles(chat_search_for_user(user=analyst, query="tin metals")) == [
+        "Metals one",
+        "Metals two",
+    ]  # equal ranks, in the same order on both databases
+
+
+def test_the_snippet_shows_a_match_deep_in_a_long_chat(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Long")
+    finished_turn(chat, "Q", "Filler words here. " * 400 + "Then vanadium appears.")
+
+    [result] = chat_search_for_user(user=analyst, query="vanadium")
+    assert "<mark>vanadium</mark> appears" in result.snippet_html
