@@ -16,6 +16,7 @@ from citations.services import citations_store_for_turn
 from . import display
 from .agent.client import AgentRequest
 from .agent.transcript import Transcript
+from .charts import chart_for_turn
 from .models import Chat, Turn, TurnEvent
 from .protocol import LEAF, ErrorCode
 from .selectors import branch_leaf, chat_branch, chat_turn_tree
@@ -156,6 +157,7 @@ def turn_finish(
     turn.consumption = transcript.consumption
     turn.plan = transcript.plan
     turn.structured_output = transcript.structured_output
+    turn.charts = [chart_for_turn(chart, answer) for chart in transcript.charts]
     turn.tool_error_count = transcript.tool_errors
     turn.malformed_lines = malformed_lines
     turn.finished_at = timezone.now()
