@@ -128,6 +128,8 @@ TRANSFORMS = frozenset(
         "window",
     }
 )
+# Sizes in pixels, at any depth (`height: {"step": ...}`): capped at MAX_SIZE_PX.
+LAYOUT_KEYS = frozenset({"width", "height", "step", "padding", "spacing", "columns"})
 FIELD_PREDICATE_KEYS = frozenset(
     {"field", "equal", "lt", "lte", "gt", "gte", "range", "oneOf", "valid", "timeUnit"}
 )
@@ -206,8 +208,8 @@ def _value(key: str, value: Any, budget: _Budget, depth: int) -> Any:
         return [_view(item, budget, depth) for item in value]
     if key == "spec":
         return _view(value, budget, depth)
-    if key in {"width", "height"} and isinstance(value, int | float):
-        return value if 0 < value <= MAX_SIZE_PX else _DROP
+    if key in LAYOUT_KEYS and isinstance(value, int | float):
+        return value if 0 <= value <= MAX_SIZE_PX else _DROP  # a huge canvas hangs the page
     return _plain(value, budget, depth)
 
 

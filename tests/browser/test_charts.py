@@ -271,6 +271,32 @@ def test_hostile_charts_draw_nothing_unsafe_and_fetch_nothing(
     expect(turn.locator("figure.chart").nth(1).locator(".chart-view svg")).to_be_visible()
     page.wait_for_timeout(500)
 
+    # The browser's own wall, should a spec ever reach it unsanitised: the loader refuses.
+    page.evaluate(
+        """([url, image]) => {
+          const box = document.createElement("div");
+          box.dataset.charts = "";
+          box.innerHTML =
+            '<figure data-chart data-failed-text="Not drawn."><div data-chart-view></div></figure>';
+          box.querySelector("[data-chart-view]").dataset.spec = JSON.stringify({
+            data: {url}, mark: "point", encoding: {x: {field: "x", type: "nominal"}},
+          });
+          const second = box.firstElementChild.cloneNode(true);
+          second.querySelector("[data-chart-view]").dataset.spec = JSON.stringify({
+            data: {values: [{u: image}]}, mark: "image",
+            encoding: {url: {field: "u", type: "nominal"}},
+          });
+          box.append(second);
+          document.getElementById("thread").append(box);
+        }""",
+        [remote, f"{elsewhere.url}/image.png"],
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#thread > [data-charts] figure')]"
+        ".every((f) => f.dataset.drawn && f.dataset.drawn !== 'pending')"
+    )
+    page.wait_for_timeout(500)
+
     assert page.evaluate("window.__pwned") is None
     assert turn.locator("figure.chart img, figure.chart script, figure.chart a[href]").count() == 0
     assert elsewhere.requests == []

@@ -198,8 +198,9 @@ def test_strings_are_capped_and_script_stays_text():
 
 
 def test_absurd_sizes_are_dropped():
-    cleaned = sanitize_spec(bar_spec(width=10**9, height=300))
-    assert "width" not in cleaned and cleaned["height"] == 300
+    cleaned = sanitize_spec(bar_spec(width=10**9, height={"step": 10**9}, padding=10**7))
+    assert "width" not in cleaned and cleaned["height"] == {} and "padding" not in cleaned
+    assert sanitize_spec(bar_spec(width=400, padding=5))["width"] == 400
 
 
 @pytest.mark.parametrize("spec", [None, "bar", [], {"title": "no marks"}, {"mark": 3}])
