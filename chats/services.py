@@ -133,6 +133,7 @@ def turn_finish(
     error: str = "",
     error_kind: str = "",
     malformed_lines: int = 0,
+    sanitized_events: int = 0,
 ) -> Turn | None:
     """Store the answer, its citations and the outcome in one transaction.
 
@@ -160,6 +161,7 @@ def turn_finish(
     turn.charts = [chart_for_turn(chart, answer) for chart in transcript.charts]
     turn.tool_error_count = transcript.tool_errors
     turn.malformed_lines = malformed_lines
+    turn.sanitized_events = sanitized_events
     turn.finished_at = timezone.now()
     turn.lease_expires_at = None
     if transcript.upstream_chat_id:
@@ -180,24 +182,68 @@ def turn_renew_leases(*, turn_ids: list[int]) -> None:
     Turn.objects.filter(pk__in=turn_ids).streaming().update(lease_expires_at=expires)
 
 
+def turn_fail_unsaved(*, turn_id: int, error: str) -> Turn | None:
+    """Mark a streaming turn failed, writing only fields no answer can make unstorable.
+
+    For a turn whose answer `turn_finish` could not store: it must not stay "streaming".
+    Returns None when the turn was already finished.
+    """
+    with transaction.atomic():
+        updated = (
+            Turn.objects.filter(pk=turn_id)
+            .streaming()
+            .update(
+                status=Turn.Status.FAILED,
+                error=error,
+                error_kind=Turn.ErrorKind.UNSAVED,
+                finished_at=timezone.now(),
+                lease_expires_at=None,
+            )
+        )
+    return Turn.objects.select_related("chat").get(pk=turn_id) if updated else None
+
+
 def turn_interrupt_orphans() -> list[Turn]:
-    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers."""
+    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers.
+
+    Each turn on its own: one that cannot be finished is marked failed, and one that cannot
+    even be marked is logged and left for the next sweep, never stopping the others.
+    """
     finished = []
     for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):
-        messages = (
-            TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
-        )
-        turn = turn_finish(
-            turn_id=turn_id,
-            transcript=Transcript.from_log(messages),
-            status=Turn.Status.INTERRUPTED,
-            error="The server stopped while this answer was being written. Retry to ask again.",
-            error_kind=Turn.ErrorKind.SERVER,
-        )
+        try:
+            turn = _turn_interrupt_orphan(turn_id)
+        except Exception as error:
+            logger.exception("Could not finish orphaned turn %s; marking it failed", turn_id)
+            try:
+                turn = turn_fail_unsaved(
+                    turn_id=turn_id,
+                    error=(
+                        "The server stopped while this answer was being written, and what"
+                        f" arrived could not be saved ({type(error).__name__})."
+                        " Retry to ask again."
+                    ),
+                )
+            except Exception:
+                logger.exception("Could not mark orphaned turn %s failed either", turn_id)
+                continue
         if turn is not None:
-            logger.warning("Marked orphaned turn %s interrupted", turn_id)
+            logger.warning("Finished orphaned turn %s as %s", turn_id, turn.status)
             finished.append(turn)
     return finished
+
+
+def _turn_interrupt_orphan(turn_id: int) -> Turn | None:
+    messages = (
+        TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
+    )
+    return turn_finish(
+        turn_id=turn_id,
+        transcript=Transcript.from_log(messages),
+        status=Turn.Status.INTERRUPTED,
+        error="The server stopped while this answer was being written. Retry to ask again.",
+        error_kind=Turn.ErrorKind.SERVER,
+    )
 
 
 def chat_select_branch(*, chat: Chat, turn_id: int) -> None:

@@ -8,22 +8,24 @@ one-line summary.
 
 Normalisation: "$4.1 billion", "$4.1bn", "4.1B" and "4,100 million" are all 4100000000;
 "38%", "38 percent", "38 per cent" and "38.0%" are 38; "Q3", "third quarter" and "3Q" are
-quarter 3; "October 3, 2024", "3 Oct 2024" and "2024-10-03" are one date figure (the year
-inside it is not a figure of its own, nor is the year of "Q3 2024" or "FY2026").
+quarter 3; "3:1", "3-to-1" and "6/2" are ratio 3; "October 3, 2024", "3 Oct 2024" and
+"2024-10-03" are one date figure (the year inside it is not a figure of its own, nor is the
+year of "Q3 2024" or "FY2026").
 
 Matching rule: a claim's figure is found when a passage has a figure of a compatible kind whose
 value, rounded the way the claim wrote its figure, is the claim's value: the difference is at
 most half a unit of the claim's last written digit. So "38%" matches 38.2% and 37.6% (also
 37.5% and 38.5%) but not 36%; "$4.1bn" matches $4.08bn; "38.2%" does not match 38% (the claim
 says more than its source). Signs are ignored ("fell 5%" is the source's "-5%").
-Compatible kinds: a currency amount and a plain number are one family ("$4.1 billion" matches a
-passage's "4.1 billion", which often states the currency once), but two different currencies never
-match; a number with a unit ("3nm", "5 GW") needs the same unit in the passage; a year matches a
-year, a date in that year, a quarter of that year or the same plain number; a date matches a date
-that agrees on every part the claim states; a quarter matches the same quarter of the same year
-(a passage's quarter without a year counts when the passage names that year elsewhere). Fiscal
-and calendar years are not told apart. "percentage points" are basis points x 100. A source's
-publication date, when the caller gives it, can support a claim's date or year.
+Compatible kinds: a currency amount and a plain number are one family ("$4.1 billion" matches
+a passage's "4.1 billion", which often states the currency once), but two different currencies
+never match ("¥" agrees with yen and yuan); a number with a unit ("3nm", "5 GW") needs the same
+unit in the passage; a year matches a year, a date in that year, a quarter of that year or the
+same plain number; a date matches a date that agrees on every part the claim states; a quarter
+matches the same quarter of the same year (a passage's quarter without a year counts when the
+passage names that year elsewhere). Fiscal and calendar years are not told apart. "percentage
+points" are basis points x 100. A source's publication date, when the caller gives it, can
+support a claim's date or year.
 
 Verdicts: "figure_not_found" (the only flag, naming the figures: "38% not found in its source"),
 "supported", "no_figures" (checked, nothing to flag) and "no_passage" (its sources carry no
@@ -33,9 +35,10 @@ Not figures (false-positive traps): footnote markers ("[^1]", "[1]", superscript
 numbering at a line start ("1. ", "2) "), identifiers with letters ("GPT-4", "H100", "A17",
 "COVID-19", "5G", "10-K", "1990s"), a bare number after a capitalised word or a label ("iPhone 15",
 "Microsoft 365", "S&P 500", "tier 1", "phase 3"; but "Over 500" and "In 2024" are figures),
-version numbers ("v2.1", "1.2.3"), phone numbers, clock times ("10:30 am"), URLs, ordinals
+version numbers ("v2.1", "1.2.3"), phone numbers, clock times ("10:30 am"), "24/7", URLs, ordinals
 ("3rd"), and spelled-out numbers in a claim unless they carry a unit ("three percent"); a
-passage's spelled-out numbers ("three") do count, so "3 segments" is found in "three segments".
+passage's spelled-out numbers ("three") and multiples ("doubled") do count, so "3 segments" is
+found in "three segments" and "2x" in "doubled".
 
 Standard library only: price-parser reads one price per string and knows no scale words or
 percentages, and quantulum3 returns floats, guesses units with a classifier and sees "Q3" or
@@ -256,6 +259,8 @@ def _supports(claim: Figure, passage: Figure, passage_years: frozenset[int]) -> 
 def _units_agree(claim: Figure, passage: Figure) -> bool:
     if claim.unit == passage.unit or not claim.unit:
         return True
+    if {claim.unit, passage.unit} in ({"¥", "JPY"}, {"¥", "CNY"}):
+        return True
     # A passage amount without a currency may be in the claim's currency, never in another unit.
     return claim.kind == "currency" and not passage.unit
 
@@ -345,7 +350,7 @@ _YEAR4 = r"(?:1[89]\d\d|20\d\d|21\d\d)"
 _MONTH = r"""(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?
     |Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"""
 _DAY = r"(?:3[01]|[12]\d|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
-_SCALE_WORD = r"(?i:thousand|million|billion|trillion|bn|bln|mn|mln|tn|trn)"
+_SCALE_WORD = r"(?i:thousand|lakh|crore|million|billion|trillion|bn|bln|mn|mln|tn|trn)"
 # "of 2024", "fiscal 2026", "of fiscal year 2026", "FY26", "FY 2026", "'24"
 _YEAR_PART = _expand(
     r"""(?:(?i:of)[ ])?
@@ -386,7 +391,8 @@ _NOT_A_FIGURE = r"""
     https?://\S+ | www\.\S+ | (?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+
   | \[\^[^\]\s]{1,40}\] | \[\d{1,3}(?:[ ]?[,;-][ ]?\d{1,3})*\] | 【[^】]{0,40}】
   | ^[ \t]*(?:[-*+>][ \t]+|\#{1,6}[ \t]+)?\(?\d{1,3}[.)](?=[ \t])
-  | (?<![\w.])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]\d{3}[ .-]\d{4}(?!\d)
+  | (?<![\w.])(?:\+?\d{1,3}[ .-]?)?(?:\(\d{3}\)|\d{3})[ .-]\d{3}[ .-]\d{4}(?!\d)
+  | (?<![\w./])24/7(?![\w/])
   | (?<![\w.])\+\d{1,3}(?:[ .-]\d{2,4}){2,5}(?!\d)
   | (?<![\w.])(?:v|(?i:version|release|build)[ ])\d+(?:\.\d+)*
   | (?<![\w.])(?!\d{1,2}\.\d{1,2}\.\d{4}(?![\d.]))\d+(?:\.\d+){2,}
@@ -404,6 +410,7 @@ _DATE = r"""
   | (?P<date_ymd>(?<![\w./])(?P<ymd_y>{YEAR4})/(?P<ymd_m>\d{1,2})/(?P<ymd_d>\d{1,2})(?![\w/]))
   | (?P<date_num>(?<![\w./])(?P<num_a>\d{1,2})(?P<num_sep>[/.])(?P<num_b>\d{1,2})(?P=num_sep)
         (?P<num_y>\d{4}|\d{2})(?![\w/]|\.\d))
+  | (?P<date_my>(?<![\w./])(?P<my_m>0?[1-9]|1[0-2])/(?P<my_y4>{YEAR4})(?![\w/]|\.\d))
   | (?P<date_mdy>(?<!\w)(?P<mdy_m>{MONTH})
         (?:[ ](?P<mdy_d>{DAY})(?!\w|[.,]\d|[ ]?%|[ ]{SCALE_WORD})(?:,?[ ](?P<mdy_y>{YEAR4}))?
           |,?[ ](?:(?i:of)[ ])?(?P<my_y>{YEAR4}))
@@ -435,12 +442,13 @@ _AMOUNT = r"""
         (?:[ ]?(?P<cur_scale>{SCALE_WORD}|mm|MM|[kKmMbBT]))?(?![A-Za-z]))
   | (?P<identifier>(?<!\w)(?>[A-Za-z]+)\d[\w.-]*
       | (?<!\w)(?=[a-z]*[A-Z])(?>[A-Za-z]+)-\d[\w.-]*)
-  | (?P<ratio>(?<![\w.,])(?P<ra>{NUM})(?::|-(?i:to|for)-)(?P<rb>{NUM})(?![\w:]|[.,]\d)
+  | (?P<ratio>(?<![\w.,/])(?P<ra>{NUM})(?::|/|-(?i:to|for)-)(?P<rb>{NUM})(?![\w:/]|[.,]\d)
       | (?<=(?i:ratio)[ ](?i:of)[ ])(?P<rwa>{NUM})[ ](?i:to)[ ](?P<rwb>{NUM})(?!\w)
       | (?<![\w.,])(?P<rta>{NUM})[ ](?i:to)[ ](?P<rtb>{NUM})(?=[ -](?i:ratio)))
   | (?P<quantity>(?<![\w.])(?<!\d,)(?P<q_n>{NUM})(?:[ ]?(?:-|(?i:to))[ ]?(?P<q_n2>{NUM}))?
         {Q_SUFFIX})
   | (?P<spelled>(?<![\w-])(?P<s_n>(?i:{NUMBER_WORD}(?:-{NUMBER_WORD})?)){S_SUFFIX})
+  | (?P<times_word>(?<![\w-])(?i:twice|doubled?|tripled?|quadrupled?)(?![A-Za-z]))
   | (?P<alnum>(?<!\w)\d[\w.]*)
 """
 
@@ -465,7 +473,8 @@ _PARTS["S_SUFFIX"] = _expand(_SUFFIX, G="s_", **_PARTS)
 # spaces, and words that neither touch a digit or symbol nor can begin a figure on their own.
 _START = r"""(?=[\d$€£¥₹₩\[【+(\#.]|^|(?<!\w)(?:(?>[A-Za-z]+)[\d$¥@.:&'+-]
     |(?:{MONTH}|fiscal|Fiscal|FY|CY|{CURRENCY_SYMBOL}|Russell|FTSE|Nasdaq|NASDAQ|Nikkei|Stoxx
-      |STOXX|MSCI|(?i:first|second|third|fourth|version|release|build|{NUMBER_WORD}))
+      |STOXX|MSCI|(?i:first|second|third|fourth|version|release|build|{NUMBER_WORD}
+      |twice|doubled?|tripled?|quadrupled?))
     (?![A-Za-z])))"""
 _FIGURE = re.compile(
     _expand(f"{_START}(?:(?P<skip>{_NOT_A_FIGURE})|{_DATE}|{_QUARTER}|{_AMOUNT})", **_PARTS),
@@ -499,6 +508,8 @@ _QUANTITY_WORDS = frozenset(
 
 _SCALES = {
     **dict.fromkeys(("thousand", "k"), Decimal("1e3")),
+    "lakh": Decimal("1e5"),
+    "crore": Decimal("1e7"),
     **dict.fromkeys(("million", "mn", "mln", "m", "mm"), Decimal("1e6")),
     **dict.fromkeys(("billion", "bn", "bln", "b"), Decimal("1e9")),
     **dict.fromkeys(("trillion", "tn", "trn", "t"), Decimal("1e12")),
@@ -512,7 +523,8 @@ _CURRENCIES = {
     **dict.fromkeys(("nz$", "nzd"), "NZD"),
     **dict.fromkeys(("€", "eur", "euro"), "EUR"),
     **dict.fromkeys(("£", "gbp", "pound", "pound sterling", "pounds sterling"), "GBP"),
-    **dict.fromkeys(("¥", "jp¥", "jpy", "yen"), "JPY"),
+    "¥": "¥",  # yen or yuan: either agrees with it
+    **dict.fromkeys(("jp¥", "jpy", "yen"), "JPY"),
     **dict.fromkeys(("cn¥", "cny", "rmb", "yuan", "renminbi"), "CNY"),
     **dict.fromkeys(("chf", "franc"), "CHF"),
     **dict.fromkeys(("₹", "inr", "rs", "rs.", "rupee"), "INR"),
@@ -650,6 +662,15 @@ def _read_spelled(match: re.Match[str], plain: str, spelled_bare: bool) -> list[
     return [(kind, value * factor, unit, factor, *match.span())]
 
 
+def _read_times_word(match: re.Match[str], plain: str, spelled_bare: bool) -> list[_Read]:
+    """Read "doubled" or "twice" as 2x in a passage ("double-digit" can only hide a flag)."""
+    if not spelled_bare:
+        return []
+    word = match.group().lower()
+    value = 2 if word.startswith(("tw", "doub")) else 3 if word.startswith("trip") else 4
+    return [("multiple", Decimal(value), "", _ONE, *match.span())]
+
+
 def _suffix(match: re.Match[str], g: str) -> tuple[str, str, Decimal]:
     """Return (kind, unit, factor) for what follows a number."""
     if match.group(g + "pp"):
@@ -731,6 +752,8 @@ def _read_date(match: re.Match[str], plain: str, spelled_bare: bool) -> list[_Re
         year, month, day = (int(match.group(g)) for g in ("iso_y", "iso_m", "iso_d"))
     elif name == "date_ymd":
         year, month, day = (int(match.group(g)) for g in ("ymd_y", "ymd_m", "ymd_d"))
+    elif name == "date_my":
+        year, month = int(match.group("my_y4")), int(match.group("my_m"))
     elif name == "date_num":
         first, second = int(match.group("num_a")), int(match.group("num_b"))
         year = _full_year(match.group("num_y"))
@@ -803,7 +826,9 @@ def _full_year(written: str) -> int:
 
 _Reader = Callable[[re.Match[str], str, bool], list[_Read]]
 _READERS: dict[str, _Reader] = {
-    **dict.fromkeys(("date_iso", "date_ymd", "date_num", "date_mdy", "date_dmy"), _read_date),
+    **dict.fromkeys(
+        ("date_iso", "date_ymd", "date_my", "date_num", "date_mdy", "date_dmy"), _read_date
+    ),
     **dict.fromkeys(
         ("quarter_q", "quarter_fy", "quarter_yq", "quarter_nq", "quarter_word"), _read_quarter
     ),
@@ -813,4 +838,5 @@ _READERS: dict[str, _Reader] = {
     "ratio": _read_ratio,
     "quantity": _read_quantity,
     "spelled": _read_spelled,
+    "times_word": _read_times_word,
 }

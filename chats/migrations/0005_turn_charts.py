@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chats", "0003_open_socket"),
+        ("chats", "0004_ids_of_any_length_and_sanitized_events"),
     ]
 
     operations = [

@@ -50,7 +50,9 @@ SAME_FIGURE = {
     ("number", "4100000000", ""): ["4,100 million", "4.1 billion", "4.1bn", "4.1B", "4,100mn"],
     ("currency", "3200000000", "EUR"): ["€3.2bn", "EUR 3.2 billion", "3.2 billion euros"],
     ("currency", "5000000", "GBP"): ["£5m", "£5 million", "GBP 5mn", "5 million pounds"],
-    ("currency", "300000000000", "JPY"): ["¥300 billion", "JPY 300bn", "300 billion yen"],
+    ("currency", "300000000000", "JPY"): ["JP¥300 billion", "JPY 300bn", "300 billion yen"],
+    ("currency", "300000000000", "¥"): ["¥300 billion", "¥300bn", "¥300,000 million"],
+    ("currency", "5000000000", "INR"): ["Rs 500 crore", "₹500 crore", "INR 5 billion"],
     ("currency", "2000000000000", "USD"): ["$2 trillion", "$2tn", "$2T", "$2,000 billion"],
     ("currency", "250000", "USD"): ["$250k", "$250 thousand", "$250,000", "$0.25 million"],
     ("currency", "0.73", "USD"): ["$0.73", "$.73", "US$0.73"],
@@ -75,7 +77,8 @@ SAME_FIGURE = {
         "3rd October 2024", "October 3rd, 2024", "10/03/2024", "10/3/24", "03.10.2024",
         "2024/10/03", "3 Oct. 2024", "3rd of October 2024",
     ],
-    ("date", "2024-10", ""): ["October 2024", "Oct 2024", "October of 2024", "2024-10"],
+    ("date", "2024-10", ""): ["October 2024", "Oct 2024", "October of 2024", "2024-10", "10/2024"],
+    ("ratio", "0.5", ""): ["1:2", "1/2", "2/4", "1-to-2"],
     ("date", "--10-03", ""): ["October 3", "3 October", "Oct. 3rd"],
     ("year", "2024", ""): ["in 2024", "FY2024", "FY24", "fiscal 2024", "fiscal year 2024",
                            "FY 2024", "FY'24", "mid-2024", "FY2023-24"],
@@ -155,7 +158,8 @@ NOT_FIGURES = [
     "the S&P 500, the Russell 2000 and the FTSE 100",
     "under Section 230 and Chapter 11",
     "upgraded to v2.1, version 3.2 and 1.2.3",
-    "call +1 415 555 0100 or (415) 555-0100 or 415-555-0100",
+    "call +1 415 555 0100 or (415) 555-0100 or 415-555-0100 or 1-800-555-0199",
+    "support 24/7",
     "at 10:30 am and 09:15:00",
     "see https://example.com/2024/10/38-percent and www.example.com/4.1bn",
     "write to ir2024@example.com",
@@ -249,6 +253,9 @@ def test_a_claim_more_precise_than_its_source_is_not_supported():
         ("4,100 million", "revenue of $4.1 billion", "supported"),
         ("$4.1bn", "revenue of $4.2 billion", "figure_not_found"),
         ("$4.1bn", "revenue of €4.1 billion", "figure_not_found"),
+        ("¥300bn", "revenue of CN¥300 billion", "supported"),
+        ("¥300bn", "revenue of JPY 300 billion", "supported"),
+        ("JPY 300bn", "revenue of CNY 300 billion", "figure_not_found"),
         ("$4.1bn", "revenue of $4.1 million", "figure_not_found"),
         ("$4bn", "revenue of $4.4 billion", "supported"),
         ("$400 million", "revenue of $398 million", "figure_not_found"),
@@ -300,6 +307,14 @@ def test_amounts_match_across_spellings_and_units(claim, passage, expected):
 )
 def test_quarters_years_and_dates_match_by_their_parts(claim, passage, expected):
     assert status(claim, passage) == expected
+
+
+def test_a_passage_may_say_a_multiple_in_words():
+    assert status("Revenue rose 2x.", "Revenue doubled.") == "supported"
+    assert status("Revenue rose 2.0x.", "Revenue more than doubled.") == "supported"
+    assert status("Revenue rose 3x.", "Revenue tripled.") == "supported"
+    assert status("Revenue rose 3x.", "Revenue doubled.") == "figure_not_found"
+    assert figures("Revenue doubled, twice.") == []  # in a claim, words are not figures
 
 
 def test_a_figure_may_be_in_any_of_the_passages():
@@ -448,9 +463,11 @@ SCALES = {
     "B": 10**9,
     " trillion": 10**12,
     "tn": 10**12,
+    " lakh": 10**5,
+    " crore": 10**7,
 }
 SYMBOLS = {"$": "USD", "US$": "USD", "USD ": "USD", "€": "EUR", "EUR ": "EUR", "£": "GBP"}
-SYMBOLS |= {"¥": "JPY", "C$": "CAD", "CHF ": "CHF"}
+SYMBOLS |= {"¥": "¥", "JPY ": "JPY", "C$": "CAD", "CHF ": "CHF", "Rs ": "INR"}
 amounts = st.decimals(min_value=0, max_value=10**9, places=2, allow_nan=False).map(
     lambda d: d.normalize() if d == d.to_integral() else d
 )

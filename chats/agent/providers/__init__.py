@@ -70,7 +70,16 @@ class StreamFormat:
 def stream_formats() -> dict[str, StreamFormat]:
     """Return the wire format of every provider, by the name `--provider` takes."""
     from ..bigdata import BigdataAdapter
+    from .anthropic import AnthropicAdapter
+    from .gemini import GeminiAdapter
+    from .llm_sdk import LlmSdkAdapter
+    from .responses import ResponsesAdapter
 
     return {
         "bigdata": StreamFormat(BigdataAdapter),
+        "gemini": StreamFormat(GeminiAdapter),
+        "xai": StreamFormat(lambda: ResponsesAdapter("xai")),
+        "openai": StreamFormat(lambda: ResponsesAdapter("openai")),
+        "anthropic": StreamFormat(AnthropicAdapter),
+        "llm-sdk": StreamFormat(LlmSdkAdapter, json_lines=True),
     }
