@@ -1,9 +1,10 @@
 """Charts and structured output in real Chromium, under the site's CSP (script-src 'self').
 
-The site is served with `Content-Security-Policy: script-src 'self'` added to every response,
-so Vega must draw without `new Function`/eval (vega-interpreter). Three agents: the demo agent
-(asked for charts the way the API documents it), a scripted stand-in with a chart that arrives
-before the answer completes, and a hostile one whose specs point at a second loopback server.
+The site's policy has no 'unsafe-eval', so Vega must draw without `new Function`/eval
+(vega-interpreter), and no inline style may be needed; any violation fails the test. Three
+agents: the demo agent (asked for charts the way the API documents it), a scripted stand-in with
+a chart that arrives before the answer completes, and a hostile one whose specs point at a
+second loopback server.
 """
 
 from __future__ import annotations
@@ -12,47 +13,30 @@ import re
 
 import httpx
 import pytest
-from channels.layers import channel_layers
 from playwright.sync_api import expect
 
 from demo_agent import DemoAgentApp
 from demo_agent.scripted import DEFAULT_CHAT_ID, Reply, ScriptedAgent, Sleep
 from demo_agent.wire import sse_event
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
-from tests.servers import free_port, serve_asgi
+from tests.servers import serve_asgi
 
-CSP = b"script-src 'self'; object-src 'none'; base-uri 'none'"
 CHARTS_ON = {"python_code_execution": {"enabled": True, "chart_generation_enabled": True}}
 
 
-def with_csp(app):
-    """The site's CSP on every HTTP response (the strict part: no inline script, no eval)."""
-
-    async def wrapped(scope, receive, send):
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-
-        async def send_with_csp(message):
-            if message["type"] == "http.response.start":
-                headers = [*message.get("headers", []), (b"content-security-policy", CSP)]
-                message = {**message, "headers": headers}
-            await send(message)
-
-        return await app(scope, receive, send_with_csp)
-
-    return wrapped
-
-
 @pytest.fixture
-def csp_site(transactional_db, settings):
-    port = free_port()
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
-    from researchsite.asgi import application
-
-    channel_layers.backends.clear()
-    with serve_asgi(with_csp(application), port=port, lifespan="on") as url:
-        yield url
-    channel_layers.backends.clear()
+def csp_site(site, page):
+    """The site, with its own CSP; every violation Chromium reports fails the test."""
+    response = page.request.get(f"{site}/login/")
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-eval" not in policy
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    yield site
+    assert violations == []
 
 
 @pytest.fixture
