@@ -286,3 +286,25 @@ def test_hostile_charts_draw_nothing_unsafe_and_fetch_nothing(
     assert elsewhere.requests == []
     assert not [url for url in requests if not url.startswith(csp_site)], requests
     assert page.js_errors == []
+
+
+def test_the_admin_turn_page_draws_the_chart(page, csp_site, django_user_model):
+    from chats.agent.events import event_from_data
+    from chats.charts import chart_for_turn
+    from chats.models import Chat, Turn
+
+    boss = django_user_model.objects.create_superuser("boss", password="boss-pass-77")
+    spec = {"data": {"values": [{"a": "x", "b": 2}]}, "mark": "bar"}
+    chart = event_from_data({"type": "CHART", "title": "Admin chart", "vega_lite_spec": spec})
+    turn = Turn.objects.create(
+        chat=Chat.objects.create(owner=boss),
+        question="q",
+        status="complete",
+        answer_text="a",
+        answer_html="<p>a</p>",
+        charts=[chart_for_turn(chart, "a")],
+    )
+    log_in(page, csp_site, "boss", "boss-pass-77")
+    page.goto(f"{csp_site}/admin/chats/turn/{turn.pk}/change/")
+    expect(page.locator("figure.chart .chart-view svg")).to_be_visible()
+    assert page.js_errors == []

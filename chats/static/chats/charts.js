@@ -87,14 +87,20 @@
     root.querySelectorAll("[data-chart]").forEach((figure) => draw(figure));
   }
 
-  new MutationObserver((records) => {
-    for (const record of records) {
-      for (const node of record.addedNodes) {
-        if (node.nodeType !== Node.ELEMENT_NODE) continue;
-        if (node.matches("[data-chart]")) draw(node);
-        else drawAll(node);
+  function start() {
+    new MutationObserver((records) => {
+      for (const record of records) {
+        for (const node of record.addedNodes) {
+          if (node.nodeType !== Node.ELEMENT_NODE) continue;
+          if (node.matches("[data-chart]")) draw(node);
+          else drawAll(node);
+        }
       }
-    }
-  }).observe(document.body, { childList: true, subtree: true });
-  drawAll(document);
+    }).observe(document.body, { childList: true, subtree: true });
+    drawAll(document);
+  }
+
+  // The admin loads its media scripts in <head>, before there is a body to watch.
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();
