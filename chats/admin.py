@@ -11,10 +11,13 @@ from datetime import timedelta
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Exists, OuterRef
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpResponse
-from django.urls import reverse
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import content_disposition_header, urlencode
@@ -39,13 +42,31 @@ from .agent.events import KNOWN_TYPES
 from .agent.providers import BIGDATA, PROVIDERS
 from .export import export_turns_markdown
 from .models import Chat, Turn, TurnEvent
+from .protocol import render_charts
+from .usage import usage_by_user_month
 
 admin.site.site_header = "ResearchSite review"
 admin.site.site_title = "ResearchSite review"
 admin.site.index_title = "Past answers and their evidence"
 
 # The answer bodies: long, and shown only on a turn's own page.
-ANSWER_BODY_FIELDS = ("answer_text", "answer_html", "structured_output", "consumption")
+ANSWER_BODY_FIELDS = (
+    "answer_text",
+    "answer_html",
+    "structured_output",
+    "consumption",
+    "charts",
+)
+
+
+# Vega-Lite and the page's drawing script, for the charts on a turn's page.
+CHART_SCRIPTS = [
+    "chats/vendor/vega.min.js",
+    "chats/vendor/vega-lite.min.js",
+    "chats/vendor/vega-embed.min.js",
+    "chats/vendor/vega-interpreter.min.js",
+    "chats/charts.js",
+]
 
 
 def format_duration(duration: timedelta | None) -> str:
@@ -264,7 +285,14 @@ class TurnAdmin(ReviewOnlyAdmin):
                 )
             },
         ),
-        ("Answer", {"fields": ("cited_answer", "structured_output")}),
+        (
+            "Answer",
+            {"fields": ("cited_answer", "charts_display", "structured_output_table")},
+        ),
+        (
+            "Structured output as received",
+            {"fields": ("structured_output",), "classes": ("collapse",)},
+        ),
         (
             "Answer as plain text (the offsets of the references count in it)",
             {"fields": ("answer_text",), "classes": ("collapse",)},
@@ -285,6 +313,8 @@ class TurnAdmin(ReviewOnlyAdmin):
         "owner",
         "provider",
         "cited_answer",
+        "charts_display",
+        "structured_output_table",
         "duration_display",
         "consumption_table",
         "event_log",
@@ -294,7 +324,36 @@ class TurnAdmin(ReviewOnlyAdmin):
     class Media:
         # Evidence cards on the cited answer, as on the chat page.
         css = {"all": ["citations/evidence.css"]}
-        js = ["citations/evidence.js"]
+        js = ["citations/evidence.js", *CHART_SCRIPTS]
+
+    def get_urls(self):
+        usage = self.admin_site.admin_view(self.usage_view)
+        return [path("usage/", usage, name="chats_turn_usage"), *super().get_urls()]
+
+    def usage_view(self, request):
+        """Token use summed per user, month and model tier (COMPLETE's `consumption`)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Token usage per user and month",
+            "opts": self.model._meta,
+            "rows": usage_by_user_month(),
+        }
+        return TemplateResponse(request, "admin/chats/turn/usage.html", context)
+
+    @admin.display(description="charts")
+    def charts_display(self, turn: Turn) -> SafeString | str:
+        if not turn.charts:
+            return self.get_empty_value_display()
+        return mark_safe(render_charts(turn.charts))  # escaped by the template; specs sanitised
+
+    @admin.display(description="structured output")
+    def structured_output_table(self, turn: Turn) -> SafeString | str:
+        if turn.structured_output is None:
+            return self.get_empty_value_display()
+        html = render_to_string("chats/_structured_output.html", {"turn": turn})
+        return mark_safe(html)
 
     def get_changelist(self, request, **kwargs):
         return TurnChangeList

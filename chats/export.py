@@ -9,7 +9,9 @@ from citations.render import render_markdown
 from citations.resolve import CitedAnswer
 from citations.selectors import cited_answers_for_turns
 
+from .charts import markdown_table, markdown_tables
 from .models import Turn
+from .structured_output import structured_table
 
 
 def export_turns_markdown(turns: Iterable[Turn]) -> str:
@@ -22,8 +24,23 @@ def export_turns_markdown(turns: Iterable[Turn]) -> str:
         answer = render_markdown(cited[turn.pk], label_prefix=f"t{turn.pk}-")
         sections.append(
             f"## {question}\n\n{answer.rstrip() or '_No answer._'}\n{_checks(cited[turn.pk])}"
+            + _charts(turn)
+            + _structured_output(turn)
         )
     return "\n".join(sections)
+
+
+def _charts(turn: Turn) -> str:
+    """Each chart as its title, caption and data table (a drawing does not survive Markdown)."""
+    return f"\n{markdown_tables(turn.charts)}\n" if turn.charts else ""
+
+
+def _structured_output(turn: Turn) -> str:
+    table = structured_table(turn.structured_output)
+    if not table:
+        return ""
+    columns, rows = table["columns"], table["rows"]
+    return f"\n**Structured output**\n\n{markdown_table(columns, rows)}\n"
 
 
 def _checks(cited: CitedAnswer) -> str:

@@ -104,6 +104,8 @@ class Turn(models.Model):
     answer_html = models.TextField(blank=True)
     plan = models.JSONField(null=True, blank=True, help_text="The last PLANNING the agent sent.")
     structured_output = models.JSONField(null=True, blank=True)
+    # The agent's charts, as `chats.charts.chart_for_turn` made them safe to draw.
+    charts = models.JSONField(default=list, blank=True)
     consumption = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)

@@ -28,6 +28,7 @@ from .agent.events import (
     ActionEvent,
     AgentEvent,
     AnswerEvent,
+    ChartEvent,
     CompleteEvent,
     ErrorEvent,
     LlmRetryEvent,
@@ -36,6 +37,7 @@ from .agent.events import (
     ToolErrorEvent,
     event_from_data,
 )
+from .charts import chart_for_turn
 
 # --- Groups ----------------------------------------------------------------------------------
 
@@ -213,6 +215,7 @@ class EventView(TypedDict):
     activity: NotRequired[ActivityView]  # append to the activity list
     status: NotRequired[str]  # replace the live status line
     alert: NotRequired[str]  # show as an error banner in the turn
+    chart_html: NotRequired[str]  # append to the turn's charts (charts.js draws it)
 
 
 class TurnCardFrame(TypedDict):
@@ -328,6 +331,8 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
         view["activity"] = ActivityView(text=display.llm_retry_label(event.message), kind="quiet")
     elif isinstance(event, ErrorEvent):
         view["alert"] = event.error
+    elif isinstance(event, ChartEvent):
+        view["chart_html"] = render_charts([chart_for_turn(event)])
     elif isinstance(event, CompleteEvent):
         view["status"] = display.CITING_STATUS
     return view
@@ -337,6 +342,11 @@ def stored_event_view(seq: int, data: dict[str, Any]) -> EventView:
     """The same view, for an event read back from the log."""
     event = event_from_data(data)
     return event_view(seq, event) if event else EventView(seq=seq, type="UNKNOWN")
+
+
+def render_charts(charts: list[dict[str, Any]]) -> str:
+    """Return charts (`chats.charts.chart_for_turn`) as every page shows them."""
+    return render_to_string("chats/_charts.html", {"charts": charts})
 
 
 def render_plan(title: str, steps: list[dict[str, str]]) -> str:

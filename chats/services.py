@@ -23,6 +23,7 @@ from .agent.providers import (
     default_agent,
 )
 from .agent.transcript import Transcript
+from .charts import chart_for_turn
 from .library.search import chat_search_index_update
 from .models import Chat, Turn, TurnEvent
 from .protocol import LEAF, ErrorCode
@@ -190,6 +191,7 @@ def turn_finish(
     turn.consumption = transcript.consumption
     turn.plan = transcript.plan
     turn.structured_output = transcript.structured_output
+    turn.charts = [chart_for_turn(chart, answer) for chart in transcript.charts]
     turn.tool_error_count = transcript.tool_errors
     turn.malformed_lines = malformed_lines
     turn.sanitized_events = sanitized_events

@@ -21,4 +21,9 @@ urlpatterns = [
     path("chats/<int:chat_id>/export.json", library.chat_export_json, name="chat_export_json"),
     path("chats/<int:chat_id>/print/", library.chat_print, name="chat_print"),
     path("shared/<str:token>/", library.chat_shared, name="chat_shared"),
+    path(
+        "chats/<int:chat_id>/turns/<int:turn_id>/structured.<str:fmt>",
+        views.turn_structured_output,
+        name="turn_structured_output",
+    ),
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .agent.providers import agent_label
@@ -15,6 +15,7 @@ from .export import export_turns_markdown
 from .models import Turn
 from .selectors import chat_branch, chat_get_for_user
 from .services import TurnStartError, chat_create, chat_select_branch
+from .structured_output import structured_csv, structured_json
 
 
 @require_GET
@@ -73,4 +74,26 @@ def chat_export(request: HttpRequest, chat_id: int) -> HttpResponse:
         export_turns_markdown(turns), content_type="text/markdown; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="chat-{chat.pk}.md"'
+    return response
+
+
+STRUCTURED_FORMATS = {
+    "csv": (structured_csv, "text/csv; charset=utf-8"),
+    "json": (structured_json, "application/json"),
+}
+
+
+@require_GET
+@login_required
+def turn_structured_output(
+    request: HttpRequest, chat_id: int, turn_id: int, fmt: str
+) -> HttpResponse:
+    """A turn's structured output as CSV or JSON; 404 for anyone but the chat's owner."""
+    if fmt not in STRUCTURED_FORMATS:
+        raise Http404
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    turn = get_object_or_404(Turn, pk=turn_id, chat=chat, structured_output__isnull=False)
+    write, content_type = STRUCTURED_FORMATS[fmt]
+    response = HttpResponse(write(turn.structured_output), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="turn-{turn.pk}-structured.{fmt}"'
     return response

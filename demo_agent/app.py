@@ -73,6 +73,7 @@ class DemoAgentApp:
             research_effort=request.research_effort,
             context=conversation.context,
             library=self._library,
+            charts=request.charts,
         )
         await self._stream(turn, conversation, receive, send)
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .charts import wants_charts
 from .errors import HttpError
 
 EFFORTS = ("lite", "standard")
@@ -20,6 +21,7 @@ class ResearchRequest:
     chat_id: str | None
     from_checkpoint_id: str | None
     persistence_mode: str
+    charts: bool = False  # tools_configs.python_code_execution.chart_generation_enabled
 
 
 def parse_request(body: bytes) -> ResearchRequest:
@@ -69,6 +71,7 @@ def parse_request(body: bytes) -> ResearchRequest:
         chat_id=data.get("chat_id") or None,
         from_checkpoint_id=data.get("from_checkpoint_id") or None,
         persistence_mode=persistence,
+        charts=wants_charts(data),
     )
 
 

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from . import earnings_calendar, narration
+from .charts import revenue_chart
 from .compose import Answer, Citation, Claim, Found, compose, nothing_found, pick_claims
 from .corpus import Company, Corpus, load_corpus
 from .question import TOPICS_BY_KEY, Question, Topic, understand
@@ -127,8 +128,10 @@ class ResearchTurn:
         context: BranchContext,
         library: Library,
         rng: random.Random | None = None,
+        charts: bool = False,
     ) -> None:
         self._library = library
+        self._charts = charts  # the request asked for charts (python_code_execution)
         self._corpus = library.corpus
         self._effort = EFFORTS[research_effort]
         self._context = context
@@ -168,6 +171,8 @@ class ResearchTurn:
         if answer.references:
             yield {"type": "GROUNDING", "references": answer.references}
         yield from self._write(answer.text)
+        if self._charts and (chart := self._chart(answer)):
+            yield chart
         yield Pause(0.1)
         yield plan.finished()
         yield Finished(question.as_past_turn(), self._consumption())
@@ -355,6 +360,12 @@ class ResearchTurn:
             return None
         company = self._corpus.company(document.company) if document.company else None
         return company.name if company else "Markets"
+
+    def _chart(self, answer: Answer) -> dict[str, Any] | None:
+        by_key = {d.key: d.company for d in self._corpus.documents}
+        cited = [by_key.get(key) for key in answer.documents]
+        companies = [c for c in cited if c] or [c.key for c in self.question.companies]
+        return revenue_chart(self._corpus, companies, answer.text)
 
     def _think(self, text: str) -> Iterator[Step]:
         message_id = _new_id("think")

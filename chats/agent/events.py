@@ -104,6 +104,33 @@ class StructuredOutputEvent(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChartEvent(AgentEvent):
+    """A chart the agent drew; `vega_lite_spec` is untrusted (see `chats/charts.py`)."""
+
+    type: str = "CHART"
+    chart_id: str = ""
+    title: str = ""
+    chart_type: str = ""
+    vega_lite_spec: Any = None
+    caption: str = ""
+    data_points: Any = None
+    start: int | None = None  # offsets into the answer, when the agent places the chart
+    end: int | None = None
+
+    def _payload(self) -> dict[str, Any]:
+        return {
+            "chart_id": self.chart_id,
+            "title": self.title,
+            "chart_type": self.chart_type,
+            "vega_lite_spec": self.vega_lite_spec,
+            "caption": self.caption,
+            "data_points": self.data_points,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LlmRetryEvent(AgentEvent):
     type: str = "LLM_RETRY"
     message: str = ""
@@ -143,7 +170,7 @@ class CompleteEvent(AgentEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEvent(AgentEvent):
-    """A type this site does not interpret yet (CHART, NOT_ENTITLED...): kept as received."""
+    """A type this site does not interpret yet (NOT_ENTITLED...): kept as received."""
 
     payload: dict[str, Any] = field(default_factory=dict)
 
@@ -159,6 +186,7 @@ KNOWN_TYPES = (
     "GROUNDING",
     "ANSWER",
     "STRUCTURED_OUTPUT",
+    "CHART",
     "LLM_RETRY",
     "TOOL_ERROR",
     "ERROR",
@@ -212,6 +240,18 @@ def event_from_data(data: Any) -> AgentEvent | None:
             return AnswerEvent(content=content if isinstance(content, str) else "", **common)
         case "STRUCTURED_OUTPUT":
             return StructuredOutputEvent(content=data.get("content"), **common)
+        case "CHART":
+            return ChartEvent(
+                chart_id=_text(data.get("chart_id")),
+                title=_text(data.get("title")),
+                chart_type=_text(data.get("chart_type")),
+                vega_lite_spec=data.get("vega_lite_spec"),
+                caption=_text(data.get("caption")),
+                data_points=data.get("data_points"),
+                start=_offset(data.get("start")),
+                end=_offset(data.get("end")),
+                **common,
+            )
         case "LLM_RETRY":
             return LlmRetryEvent(message=_text(data.get("message")), **common)
         case "TOOL_ERROR":
@@ -229,6 +269,10 @@ def event_from_data(data: Any) -> AgentEvent | None:
             )
     payload = {k: v for k, v in data.items() if k not in {"type", "chat_id"}}
     return UnknownEvent(type=kind, payload=payload, **common)
+
+
+def _offset(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _list(value: Any) -> list[Any]:

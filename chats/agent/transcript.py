@@ -16,6 +16,7 @@ from .events import (
     AgentEvent,
     AnswerEvent,
     AuditEvent,
+    ChartEvent,
     CompleteEvent,
     ErrorEvent,
     GroundingEvent,
@@ -33,6 +34,7 @@ class Transcript:
     tool_calls: list[ToolCall] = field(default_factory=list)
     plan: dict[str, Any] | None = None
     structured_output: Any = None
+    charts: list[ChartEvent] = field(default_factory=list)
     consumption: list[dict[str, Any]] = field(default_factory=list)
     checkpoint_id: str = ""
     upstream_chat_id: str = ""
@@ -66,6 +68,8 @@ class Transcript:
             self.plan = {"title": event.title, "steps": [dict(s) for s in event.steps]}
         elif isinstance(event, StructuredOutputEvent):
             self.structured_output = event.content
+        elif isinstance(event, ChartEvent):
+            self.charts.append(event)
         elif isinstance(event, ToolErrorEvent):
             self.tool_errors += 1
         elif isinstance(event, ErrorEvent):

@@ -173,7 +173,8 @@ def test_event_views_carry_display_strings_not_rules():
     assert views[10]["activity"] == {"text": "search failed: timeout", "kind": "quiet"}
     assert views[11]["alert"] == "upstream model unavailable"
     assert views[12]["status"] == "Adding citations…"
-    assert views[13] == {"seq": 13, "type": "CHART"}
+    assert set(views[13]) == {"seq", "type", "chart_html"}  # drawn by charts.js
+    assert views[13]["type"] == "CHART" and "data-chart" in views[13]["chart_html"]
 
 
 def test_a_replayed_event_reads_exactly_as_the_live_one():

@@ -110,13 +110,13 @@ def test_malformed_lines_are_skipped_and_counted():
 
 
 def test_unknown_types_are_kept_not_fatal():
-    text = line({"type": "CHART", "chart_id": "c", "start": 0, "end": 3}) + line(
+    text = line({"type": "NOT_ENTITLED", "feature": "c", "start": 0}) + line(
         {"type": "ANSWER", "content": "x"}
     )
     events, _ = parse_sse_text(text)
     assert isinstance(events[0], UnknownEvent)
-    assert events[0].type == "CHART"
-    assert events[0].data["chart_id"] == "c"
+    assert events[0].type == "NOT_ENTITLED"
+    assert events[0].data["feature"] == "c"
     assert isinstance(events[1], AnswerEvent)
 
 

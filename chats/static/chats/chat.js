@@ -150,6 +150,10 @@
       box.hidden = false;
     }
     if (event.activity) addActivity(card, event.activity.text, event.activity.kind);
+    if (event.chart_html !== undefined) {
+      // rendered and escaped by the server; charts.js draws it as soon as it is in the page
+      card.querySelector("[data-live-charts]")?.insertAdjacentHTML("beforeend", event.chart_html);
+    }
     if (event.content) {
       stream.text += event.content;
       stream.dirty = true;

@@ -1,0 +1,21 @@
+"""Template filters for charts, structured output and token usage under an answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+from chats import structured_output, usage
+
+register = template.Library()
+
+register.filter("structured_table", structured_output.structured_table)
+register.filter("usage_line", usage.usage_line)
+
+
+@register.filter
+def spec_json(spec: Any) -> str:
+    """The sanitised spec as JSON for a data attribute (autoescaping makes it attribute-safe)."""
+    return json.dumps(spec, ensure_ascii=False, separators=(",", ":"))
