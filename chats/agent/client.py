@@ -146,12 +146,7 @@ class AgentStream:
                     yield event
         except TRANSPORT_ERRORS as error:
             raise transport_failure(
-                error,
-                agent="the research agent",
-                host=self._host(),
-                started=started,
-                connect_timeout=self.settings.connect_timeout,
-                idle_timeout=self.settings.idle_timeout,
+                error, started, "the research agent", self._host(), self.settings
             ) from error
 
     def _host(self) -> str:

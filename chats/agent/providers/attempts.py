@@ -17,7 +17,7 @@ import email.utils
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
@@ -108,14 +108,15 @@ TRANSPORT_ERRORS = (
 )
 
 
+class Timeouts(Protocol):
+    """What the messages quote: AgentSettings and ProviderConfig both have it."""
+
+    connect_timeout: float
+    idle_timeout: float
+
+
 def transport_failure(
-    error: httpx.TransportError,
-    *,
-    agent: str,
-    host: str,
-    started: bool,
-    connect_timeout: float,
-    idle_timeout: float,
+    error: httpx.TransportError, started: bool, agent: str, host: str, timeouts: Timeouts
 ) -> Exception:
     """The exception to raise for an httpx transport error of a client that calls httpx itself.
 
@@ -130,10 +131,12 @@ def transport_failure(
         message = f"Could not reach {agent} at {host}."
         return RetryableFailure(AgentError(message, kind="unreachable"))
     if isinstance(error, httpx.ConnectTimeout):
-        message = f"{named} at {host} did not answer within {connect_timeout:g} s."
+        message = f"{named} at {host} did not answer within {timeouts.connect_timeout:g} s."
         return RetryableFailure(AgentError(message, kind="unreachable"))
     if isinstance(error, httpx.ReadTimeout):
-        message = f"{named} sent nothing for {idle_timeout:g} s, so the answer was cut off."
+        message = (
+            f"{named} sent nothing for {timeouts.idle_timeout:g} s, so the answer was cut off."
+        )
         return AgentError(message, kind="stalled")
     if started:
         return AgentError(f"The connection to {agent} dropped mid-answer.", kind="dropped")

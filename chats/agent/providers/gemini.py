@@ -454,12 +454,7 @@ class GeminiClient:
                 raise self._api_error(error, started) from None
             except TRANSPORT_ERRORS as error:
                 raise transport_failure(
-                    error,
-                    agent="Gemini",
-                    host=self._host(),
-                    started=started,
-                    connect_timeout=self.config.connect_timeout,
-                    idle_timeout=self.config.idle_timeout,
+                    error, started, "Gemini", self._host(), self.config
                 ) from None
             for event in adapter.close():
                 yield event

@@ -300,12 +300,7 @@ class LlmSdkClient:
                         yield event
             except TRANSPORT_ERRORS as error:
                 raise transport_failure(
-                    error,
-                    agent="the llm-sdk agent",
-                    host=self._host(),
-                    started=started,
-                    connect_timeout=self.config.connect_timeout,
-                    idle_timeout=self.config.idle_timeout,
+                    error, started, "the llm-sdk agent", self._host(), self.config
                 ) from None
 
     def _http_error(self, response: httpx.Response) -> Exception:

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from chats.agent.client import AgentError
+from chats.agent.client import AgentError, AgentSettings
 from chats.agent.events import AnswerEvent
 from chats.agent.providers.attempts import (
     RetryableFailure,
@@ -67,9 +67,8 @@ async def test_failures_before_the_first_event_are_retried_then_given_up():
 def test_transport_errors_become_the_user_message_and_only_early_ones_are_retried(
     error, started, retried, kind, message
 ):
-    failure = transport_failure(
-        error, agent="Gemini", host="h:1", started=started, connect_timeout=2, idle_timeout=9
-    )
+    timeouts = AgentSettings(url="http://h:1", connect_timeout=2, idle_timeout=9)
+    failure = transport_failure(error, started, "Gemini", "h:1", timeouts)
     assert isinstance(failure, RetryableFailure) is retried
     agent_error = failure.error if retried else failure
     assert agent_error.kind == kind
