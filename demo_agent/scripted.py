@@ -1,10 +1,13 @@
-"""A scripted stand-in for the Research Agent, for tests and benchmarks: it streams what it is told.
+"""A scripted HTTP stand-in, for tests and benchmarks: it streams what it is told.
 
-Each POST records the request (JSON body and headers) and plays a `Reply`: the next one queued,
-or else what `respond(request)` returns. A reply is a status with headers, then steps: wire lines
-(an event written by `demo_agent.wire`, or any raw text), `Sleep`, `Stall` and `Drop`, paced at
-`rate` steps per second if asked. Serve it with uvicorn on 127.0.0.1, in a thread (the tests'
-`serve_asgi`) or in a process of its own (`bench/_site.py`); it never runs inside the site.
+It stands in for the Research Agent, and (given a route, a content type and error bodies by the
+thin modules in `tests/standins/`) for every other provider. Each request is recorded (method,
+path, query, headers, JSON body); a request the stand-in `answers` plays a `Reply` (the next one
+queued, or else what `respond(request)` returns), any other gets `not_found`. A reply is a status
+with headers, then steps: wire lines (an event written by `demo_agent.wire`, or any raw text),
+`Sleep`, `Stall` and `Drop`, paced at `rate` steps per second if asked. Serve it with uvicorn on
+127.0.0.1, in a thread (the tests' `serve_asgi`) or in a process of its own (`bench/_site.py`);
+it never runs inside the site.
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ class Reply:
     rate: float = 0.0  # steps per second on an absolute schedule; 0 sends as fast as it can
 
     @classmethod
+    def json(cls, status: int, document: Any, headers: dict[str, str] | None = None) -> Reply:
+        """A JSON body in one piece, as every API sends a refused request's error."""
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        return cls(status=status, body=[json.dumps(document)], headers=headers)
+
+    @classmethod
     def error(
         cls,
         status: int,
@@ -73,11 +82,11 @@ class Reply:
         retry_after: float | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
-        """The API's error answer: a JSON `{"detail": ...}` before any event."""
-        headers = {"Content-Type": "application/json", **(headers or {})}
+        """The Research Agent's error answer: a JSON `{"detail": ...}` before any event."""
+        headers = dict(headers or {})
         if retry_after is not None:
             headers["Retry-After"] = f"{retry_after:g}"
-        return cls(status=status, body=[json.dumps({"detail": detail})], headers=headers)
+        return cls.json(status, {"detail": detail}, headers)
 
     @classmethod
     def events(
@@ -123,17 +132,39 @@ class ReceivedRequest:
     path: str
     json: Any  # None when the body was not JSON
     headers: dict[str, str]  # names lower-cased
+    method: str = "POST"
+    query: str = ""  # the raw query string, without "?"
 
 
 def _no_reply(request: ReceivedRequest) -> Reply:
     return Reply.error(500, "no scripted reply")
 
 
-class ScriptedAgent:
-    """An ASGI app answering each POST with the next queued `Reply` (else `respond(request)`)."""
+def _answers_all(method: str, path: str) -> bool:
+    return True
 
-    def __init__(self, respond: Callable[[ReceivedRequest], Reply] = _no_reply) -> None:
+
+class ScriptedAgent:
+    """An ASGI app answering each request it `answers` with the next queued `Reply` (else
+    `respond(request)`), and any other with `not_found`.
+
+    `content_type=None` sends the Research Agent's SSE headers unless a reply names its own type;
+    a provider's stand-in names its stream's type instead, sent on a success (below 400) while
+    an error without a type of its own is sent as JSON, as the real APIs do.
+    """
+
+    def __init__(
+        self,
+        respond: Callable[[ReceivedRequest], Reply] = _no_reply,
+        *,
+        answers: Callable[[str, str], bool] = _answers_all,
+        not_found: Reply | None = None,
+        content_type: str | None = None,
+    ) -> None:
         self.respond = respond
+        self.answers = answers
+        self.not_found = not_found or Reply.json(404, {"detail": "Not Found"})
+        self.content_type = content_type
         self.replies: deque[Reply] = deque()
         self.requests: list[ReceivedRequest] = []
         self.url = ""  # set by whoever serves it, for the tests' convenience
@@ -144,6 +175,11 @@ class ScriptedAgent:
     @property
     def payloads(self) -> list[Any]:
         return [request.json for request in self.requests]
+
+    @property
+    def paths(self) -> list[str]:
+        """Each request as "METHOD /path", answered or not."""
+        return [f"{request.method} {request.path}" for request in self.requests]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -160,17 +196,35 @@ class ScriptedAgent:
         except ValueError:
             parsed = None
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        request = ReceivedRequest(path=scope["path"], json=parsed, headers=headers)
+        request = ReceivedRequest(
+            path=scope["path"],
+            json=parsed,
+            headers=headers,
+            method=scope["method"],
+            query=scope["query_string"].decode("latin-1"),
+        )
         self.requests.append(request)
-        reply = self.replies.popleft() if self.replies else self.respond(request)
-        await _play(reply, receive, send)
+        if not self.answers(request.method, request.path):
+            reply = self.not_found
+        else:
+            reply = self.replies.popleft() if self.replies else self.respond(request)
+        await _play(reply, self._headers(reply), receive, send)
+
+    def _headers(self, reply: Reply) -> list[tuple[bytes, bytes]]:
+        extra = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()
+        ]
+        if any(name == b"content-type" for name, _ in extra):
+            return extra
+        if self.content_type is None:
+            return SSE_HEADERS + extra  # an event stream unless the reply says otherwise
+        kind = self.content_type if reply.status < 400 else "application/json"
+        return [(b"content-type", kind.encode("latin-1")), *extra]
 
 
-async def _play(reply: Reply, receive: Receive, send: Send) -> None:
-    extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
-    # An event stream unless the reply says otherwise (errors are JSON).
-    has_type = any(name == b"content-type" for name, _ in extra)
-    headers = extra if has_type else SSE_HEADERS + extra
+async def _play(
+    reply: Reply, headers: list[tuple[bytes, bytes]], receive: Receive, send: Send
+) -> None:
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -2,19 +2,18 @@
 
 HTTP errors only happen before the first event, so that is the only time we retry (429, 5xx,
 connection failures), honouring Retry-After. Once events have flowed a failure ends the run:
-replaying a research request would bill and answer twice.
+replaying a research request would bill and answer twice. That policy is `providers.attempts`,
+which every provider's client shares.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
+import contextlib
 import functools
 import json
 import logging
 import re
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,12 +23,18 @@ from httpx_sse import aconnect_sse
 
 from .bigdata import BigdataAdapter
 from .events import AgentEvent
+from .providers.attempts import (
+    RETRYABLE_STATUS,
+    TRANSPORT_ERRORS,
+    RetryableFailure,
+    RetryNotice,
+    retry_after_seconds,
+    transport_failure,
+    with_retries,
+)
 from .sse import DEFAULT_MAX_LINE_CHARS, StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
-
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-MAX_RETRY_AFTER = 30.0
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,6 @@ class AgentError(Exception):
         self.status = status
 
 
-RetryNotice = Callable[[str, float], Awaitable[None]]
-
-
 class AgentStream:
     """Open one run of the agent and iterate its events.
 
@@ -113,76 +115,39 @@ class AgentStream:
         async with httpx.AsyncClient(
             timeout=timeout, transport=self._transport, verify=_ssl_context()
         ) as client:
-            attempt = 0
-            while True:
-                started = False
-                try:
-                    async with aconnect_sse(
-                        client,
-                        "POST",
-                        self.settings.url,
-                        json=self.request.payload(),
-                        headers=headers,
-                    ) as source:
-                        response = source.response
-                        if response.status_code >= 400:
-                            await response.aread()
-                            raise _http_error(response, self.request, self.settings.api_key)
-                        async for event in aiter_events(response.aiter_text(), self.reader):
-                            started = True
-                            yield event
-                        return
-                except AgentError as error:
-                    if started or error.status not in RETRYABLE_STATUS:
-                        raise
-                    retry_after = error.retry_after  # type: ignore[attr-defined]
-                    failure = error
-                except httpx.ConnectError as error:
-                    retry_after = None
-                    failure = AgentError(
-                        f"Could not reach the research agent at {self._host()}.",
-                        kind="unreachable",
-                    )
-                    logger.warning("Agent connect failed: %s", type(error).__name__)
-                except httpx.ConnectTimeout:
-                    retry_after = None
-                    failure = AgentError(
-                        f"The research agent at {self._host()} did not answer within "
-                        f"{self.settings.connect_timeout:g} s.",
-                        kind="unreachable",
-                    )
-                except httpx.ReadTimeout as error:
-                    raise AgentError(
-                        f"The research agent sent nothing for {self.settings.idle_timeout:g} s, "
-                        "so the answer was cut off.",
-                        kind="stalled",
-                    ) from error
-                except (httpx.RemoteProtocolError, httpx.ReadError) as error:
-                    if not started:
-                        retry_after, failure = (
-                            None,
-                            AgentError(
-                                "The connection to the research agent dropped before it answered.",
-                                kind="dropped",
-                            ),
-                        )
-                    else:
-                        raise AgentError(
-                            "The connection to the research agent dropped mid-answer.",
-                            kind="dropped",
-                        ) from error
-                attempt += 1
-                if attempt > self.settings.max_retries:
-                    raise failure
-                delay = self._backoff(attempt, retry_after)
-                if self._on_retry is not None:
-                    await self._on_retry(failure.user_message, delay)
-                await asyncio.sleep(delay)
+            attempts = with_retries(
+                functools.partial(self._attempt, client, headers),
+                max_retries=self.settings.max_retries,
+                backoff_base=self.settings.backoff_base,
+                on_retry=self._on_retry,
+            )
+            async with contextlib.aclosing(attempts):
+                async for event in attempts:
+                    yield event
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
-        return min(self.settings.backoff_base * 2 ** (attempt - 1), MAX_RETRY_AFTER)
+    async def _attempt(
+        self, client: httpx.AsyncClient, headers: dict[str, str]
+    ) -> AsyncIterator[AgentEvent]:
+        """One POST; the retry policy is `with_retries`, shared by every provider's client."""
+        started = False
+        try:
+            async with aconnect_sse(
+                client, "POST", self.settings.url, json=self.request.payload(), headers=headers
+            ) as source:
+                response = source.response
+                if response.status_code >= 400:
+                    await response.aread()
+                    error = _http_error(response, self.request, self.settings.api_key)
+                    if error.status in RETRYABLE_STATUS:
+                        raise RetryableFailure(error, retry_after_seconds(response.headers))
+                    raise error
+                async for event in aiter_events(response.aiter_text(), self.reader):
+                    started = True
+                    yield event
+        except TRANSPORT_ERRORS as error:
+            raise transport_failure(
+                error, started, "the research agent", self._host(), self.settings
+            ) from error
 
     def _host(self) -> str:
         return urlsplit(self.settings.url).netloc or self.settings.url
@@ -213,7 +178,6 @@ def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -
         if detail and status != 401:
             message = f"{message}: {detail}"
         error = AgentError(message + ".", kind="http", status=status)
-    error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
     return error
 
 
@@ -255,17 +219,3 @@ def redact(text: str, *secrets: str) -> str:
     text = _SECRET_LIKE.sub(lambda m: f"{m[1]}{m[2]}[redacted]", text)
     text = " ".join(text.split())
     return text if len(text) <= DETAIL_MAX_CHARS else text[: DETAIL_MAX_CHARS - 1] + "…"
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:  # the HTTP-date form
-        return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-    except (TypeError, ValueError):
-        return None

@@ -108,3 +108,23 @@ def test_stall_sends_nothing_more_and_keeps_the_connection_open(agent):
         for chunk in response.iter_bytes():
             received += chunk
     assert received == b": first\n"
+
+
+def test_a_provider_stand_in_answers_only_its_route_and_types_by_status():
+    app = ScriptedAgent(
+        answers=lambda method, path: method == "POST" and path == "/v1/messages",
+        not_found=Reply.json(404, {"error": "no such route"}),
+        content_type="application/x-ndjson",
+    )
+    app.queue(Reply(body=['{"a": 1}\n']), Reply(status=503, body=['{"error": "busy"}']))
+    with serve_asgi(app) as url:
+        missing = post(f"{url}/v1/other?x=1")
+        answered = post(f"{url}/v1/messages?alt=sse")
+        refused = post(f"{url}/v1/messages")
+    assert (missing.status_code, missing.json()) == (404, {"error": "no such route"})
+    assert answered.headers["content-type"] == "application/x-ndjson"
+    assert answered.text == '{"a": 1}\n'
+    assert refused.status_code == 503
+    assert refused.headers["content-type"] == "application/json"
+    assert app.paths == ["POST /v1/other", "POST /v1/messages", "POST /v1/messages"]
+    assert [r.query for r in app.requests] == ["x=1", "alt=sse", ""]

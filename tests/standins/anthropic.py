@@ -2,7 +2,7 @@
 
 It speaks the wire the official `anthropic` SDK reads (notes/PROTOCOL.md): SSE with an `event:`
 line before each `data:` line, and `{"type": "error", "error": {"type", "message"}}` both as a
-refused request's body and as a mid-stream `error` event. Requests are recorded.
+refused request's body and as a mid-stream `error` event. The scripting is `demo_agent.scripted`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.standins.responses import Reply, ScriptedEndpoint
+from demo_agent.scripted import Reply, ScriptedAgent
+from tests.standins.responses import endpoint_standin
 
 
-def messages_standin() -> ScriptedEndpoint:
-    return ScriptedEndpoint("/v1/messages")
+def messages_standin() -> ScriptedAgent:
+    return endpoint_standin("/v1/messages")
 
 
 def sse(kind: str, **data: Any) -> str:
@@ -85,4 +86,4 @@ def message_end(stop_reason: str = "end_turn", output_tokens: int = 40) -> list[
 
 def anthropic_error(status: int, kind: str, message: str, **headers: str) -> Reply:
     body = {"type": "error", "error": {"type": kind, "message": message}}
-    return Reply(status=status, body=[json.dumps(body)], headers=headers)
+    return Reply.json(status, body, headers)

@@ -2,7 +2,8 @@
 
 `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` answers an SSE body of
 `GenerateContentResponse` JSON documents (`data: {...}` then a blank line, CRLF as Google sends);
-errors are Google's JSON error shape `{"error": {"code", "message", "status"}}`.
+errors are Google's JSON error shape `{"error": {"code", "message", "status"}}`. The scripting
+itself (queued replies, recorded requests, sleeps, stalls, drops) is `demo_agent.scripted`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from .scripted import Reply, ScriptedServer
+from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent, Sleep, Step
 
 STREAM_PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):streamGenerateContent$")
 STATUS_NAMES = {
@@ -25,13 +26,26 @@ STATUS_NAMES = {
 }
 
 
-class GeminiStandIn(ScriptedServer):
-    def accepts(self, method: str, path: str) -> bool:
-        return method == "POST" and STREAM_PATH.match(path) is not None
+class GeminiStandIn(ScriptedAgent):
+    def __init__(self) -> None:
+        super().__init__(
+            _no_reply,
+            answers=_is_stream_request,
+            not_found=Reply.json(404, {"error": "no such route"}),
+            content_type="text/event-stream",
+        )
 
     @property
     def models(self) -> list[str]:
-        return [m["model"] for r in self.requests if (m := STREAM_PATH.match(r["path"]))]
+        return [m["model"] for r in self.requests if (m := STREAM_PATH.match(r.path))]
+
+
+def _is_stream_request(method: str, path: str) -> bool:
+    return method == "POST" and STREAM_PATH.match(path) is not None
+
+
+def _no_reply(request: ReceivedRequest) -> Reply:
+    return Reply.json(500, {"error": "no scripted reply"})
 
 
 def sse(*documents: dict[str, Any]) -> list[str]:
@@ -48,22 +62,19 @@ def chunk(text: str, **candidate: Any) -> dict[str, Any]:
 
 
 def stream(*documents: dict[str, Any], pause: float = 0.0) -> Reply:
-    body: list[Any] = []
+    body: list[Step] = []
     for line in sse(*documents):
         body.append(line)
         if pause:
-            body.append(("sleep", pause))
+            body.append(Sleep(pause))
     return Reply(body=body)
 
 
 def error(code: int, message: str, **headers: str) -> Reply:
     """Google's error body for an HTTP status."""
     status = STATUS_NAMES.get(code, "UNKNOWN")
-    return Reply(
-        status=code,
-        body=[json.dumps({"error": {"code": code, "message": message, "status": status}})],
-        headers=headers,
-    )
+    document = {"error": {"code": code, "message": message, "status": status}}
+    return Reply.json(code, document, headers)
 
 
 def grounded_answer(

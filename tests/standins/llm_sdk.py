@@ -2,6 +2,7 @@
 
 Any POST path answers (the site is given the agent's whole URL); errors are JSON bodies
 `{"error": {"message"}}`. `sse=True` replies write the same documents as SSE `data:` lines.
+The scripting itself is `demo_agent.scripted`.
 """
 
 from __future__ import annotations
@@ -9,14 +10,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .scripted import Reply, ScriptedServer
+from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent, Sleep, Step
 
 
-class LlmSdkStandIn(ScriptedServer):
-    stream_content_type = b"application/x-ndjson"
+class LlmSdkStandIn(ScriptedAgent):
+    def __init__(self) -> None:
+        super().__init__(
+            _no_reply,
+            answers=lambda method, path: method == "POST",
+            not_found=Reply.json(404, {"error": "no such route"}),
+            content_type="application/x-ndjson",
+        )
 
-    def accepts(self, method: str, path: str) -> bool:
-        return method == "POST"
+
+def _no_reply(request: ReceivedRequest) -> Reply:
+    return Reply.json(500, {"error": "no scripted reply"})
 
 
 def text(index: int, text: str, citation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -31,14 +39,14 @@ def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 
 def stream(*documents: dict[str, Any], sse: bool = False, pause: float = 0.0) -> Reply:
-    body: list[Any] = []
+    body: list[Step] = []
     for document in documents:
         line = json.dumps(document, ensure_ascii=False)
         body.append(f"data: {line}\n\n" if sse else f"{line}\n")
         if pause:
-            body.append(("sleep", pause))
+            body.append(Sleep(pause))
     return Reply(body=body)
 
 
 def error(status: int, message: str, **headers: str) -> Reply:
-    return Reply(status=status, body=[json.dumps({"error": {"message": message}})], headers=headers)
+    return Reply.json(status, {"error": {"message": message}}, headers)

@@ -2,101 +2,36 @@
 
 It speaks the wire the official `openai` SDK reads (notes/PROTOCOL.md): SSE with an `event:`
 line before each `data:` line, every event carrying `type` and `sequence_number`, and each
-provider's error JSON on a refused request. Requests (path, JSON, headers) are recorded.
+provider's error JSON on a refused request. The scripting itself (queued replies, recorded
+requests, sleeps, stalls, drops, capture replay) is `demo_agent.scripted`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections import deque
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-
-class Drop(Exception):
-    """Raised inside the app to cut the connection mid-body."""
+from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent, Step
 
 
-@dataclass
-class Reply:
-    """One scripted response: status, headers, and body steps (text, ("sleep", s), "drop")."""
-
-    status: int = 200
-    body: list[Any] = field(default_factory=list)
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def capture(cls, path: Path) -> Reply:
-        return cls(body=path.read_text().splitlines(keepends=True))
-
-
-class ScriptedEndpoint:
-    """A real ASGI app answering `POST path` with the next queued Reply (404 elsewhere, as the
-    real APIs do), recording each request's path, JSON and headers."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.replies: deque[Reply] = deque()
-        self.requests: list[dict[str, Any]] = []  # {"json": ..., "headers": {...}}
-        self.paths: list[str] = []
-
-    def queue(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    @property
-    def payloads(self) -> list[Any]:
-        return [r["json"] for r in self.requests]
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            return
-        self.paths.append(f"{scope['method']} {scope['path']}")
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if scope["method"] != "POST" or scope["path"] != self.path:
-            not_found = json.dumps({"error": {"message": "Not found", "type": "not_found"}})
-            await send({"type": "http.response.start", "status": 404, "headers": []})
-            await send({"type": "http.response.body", "body": not_found.encode()})
-            return
-        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        try:
-            parsed = json.loads(body) if body else None
-        except ValueError:
-            parsed = None
-        self.requests.append({"json": parsed, "headers": headers})
-        reply = self.replies.popleft() if self.replies else _no_reply()
-        content_type = b"text/event-stream" if reply.status < 400 else b"application/json"
-        await send(
-            {
-                "type": "http.response.start",
-                "status": reply.status,
-                "headers": [(b"content-type", content_type)]
-                + [(k.encode(), v.encode()) for k, v in reply.headers.items()],
-            }
-        )
-        for step in reply.body:
-            if step == "drop":
-                raise Drop("scripted drop")
-            if isinstance(step, tuple) and step[0] == "sleep":
-                await asyncio.sleep(step[1])
-            else:
-                await send({"type": "http.response.body", "body": step.encode(), "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+def endpoint_standin(path: str) -> ScriptedAgent:
+    """A stand-in answering only `POST path`, with 404 elsewhere as the real APIs do (the
+    Messages API's stand-in is one too)."""
+    not_found = {"error": {"message": "Not found", "type": "not_found"}}
+    return ScriptedAgent(
+        _no_reply,
+        answers=lambda method, requested: method == "POST" and requested == path,
+        not_found=Reply.json(404, not_found),
+        content_type="text/event-stream",
+    )
 
 
-def _no_reply() -> Reply:
-    body = {"error": {"message": "no scripted reply", "type": "server_error"}}
-    return Reply(status=500, body=[json.dumps(body)])
+def _no_reply(request: ReceivedRequest) -> Reply:
+    return Reply.json(500, {"error": {"message": "no scripted reply", "type": "server_error"}})
 
 
-def responses_standin() -> ScriptedEndpoint:
-    return ScriptedEndpoint("/v1/responses")
+def responses_standin() -> ScriptedAgent:
+    return endpoint_standin("/v1/responses")
 
 
 def sse(kind: str, sequence: int, **data: Any) -> str:
@@ -163,16 +98,16 @@ def answer_events(
     return [sse(kind, number, **data) for number, (kind, data) in enumerate(events)]
 
 
-def stream(*lines: Any) -> Reply:
+def stream(*lines: Step) -> Reply:
     return Reply(body=list(lines))
 
 
 def openai_error(status: int, message: str, *, kind: str = "invalid_request_error", **headers):
     """OpenAI's error body: `{"error": {"message", "type", "param", "code"}}`."""
     body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    return Reply(status=status, body=[json.dumps(body)], headers=headers)
+    return Reply.json(status, body, headers)
 
 
 def xai_error(status: int, message: str, *, code: str = "Client specified an invalid argument"):
     """xAI's error body: `{"code", "error"}`."""
-    return Reply(status=status, body=[json.dumps({"code": code, "error": message})])
+    return Reply.json(status, {"code": code, "error": message})

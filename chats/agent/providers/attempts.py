@@ -1,21 +1,37 @@
-"""Retry a provider's streaming call only before its first event, as the Bigdata client does.
+"""The one retry policy of every agent client (Bigdata, Gemini, llm-sdk, OpenAI, xAI, Anthropic).
 
 HTTP errors only happen before the first event, so that is the only time a call is repeated
-(429, 5xx, connection failures), honouring Retry-After. Once events have flowed a failure ends
-the run: replaying the request would bill and answer twice (`chats.agent.client`).
+(429, 5xx, connection failures), honouring Retry-After and otherwise backing off exponentially,
+and the page is told through `on_retry`. Once events have flowed a failure ends the run:
+replaying the request would bill and answer twice.
+
+It imports nothing of `chats.agent.client` at run time, so that the Bigdata client there can
+use it too without an import cycle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
-from ..client import MAX_RETRY_AFTER, AgentError, RetryNotice
+import httpx
+
 from ..events import AgentEvent
 
+if TYPE_CHECKING:
+    from ..client import AgentError
+
+logger = logging.getLogger(__name__)
+
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER = 30.0
+
+RetryNotice = Callable[[str, float], Awaitable[None]]
 
 
 class RetryableFailure(Exception):
@@ -36,15 +52,18 @@ async def with_retries(
 ) -> AsyncIterator[AgentEvent]:
     """Yield the events of `attempt()`, calling it again after a RetryableFailure.
 
-    A failure after the first event is never retried: it is re-raised as its AgentError.
+    An attempt raises its AgentError itself for what is never retried; a RetryableFailure after
+    the first event is not retried either: it is re-raised as its AgentError.
     """
     tries = 0
     while True:
         started = False
         try:
-            async for event in attempt():
-                started = True
-                yield event
+            # aclosing: a reader that stops early closes the attempt's response now, not at GC.
+            async with contextlib.aclosing(attempt()) as events:
+                async for event in events:
+                    started = True
+                    yield event
             return
         except RetryableFailure as failure:
             if started:
@@ -77,3 +96,49 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
     except (TypeError, ValueError):
         return None
+
+
+# What `transport_failure` maps: the httpx errors a streamed call meets.
+TRANSPORT_ERRORS = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.ReadTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+)
+
+
+class Timeouts(Protocol):
+    """What the messages quote: AgentSettings and ProviderConfig both have it."""
+
+    connect_timeout: float
+    idle_timeout: float
+
+
+def transport_failure(
+    error: httpx.TransportError, started: bool, agent: str, host: str, timeouts: Timeouts
+) -> Exception:
+    """The exception to raise for an httpx transport error of a client that calls httpx itself.
+
+    `agent` names it mid-sentence ("the research agent", "Gemini"). Connecting failures and a
+    connection dropped before the first event may be retried; a silence never is.
+    """
+    from ..client import AgentError  # run time only: client imports this module
+
+    named = agent[:1].upper() + agent[1:]
+    if isinstance(error, httpx.ConnectError):
+        logger.warning("%s connect failed: %s", named, type(error).__name__)
+        message = f"Could not reach {agent} at {host}."
+        return RetryableFailure(AgentError(message, kind="unreachable"))
+    if isinstance(error, httpx.ConnectTimeout):
+        message = f"{named} at {host} did not answer within {timeouts.connect_timeout:g} s."
+        return RetryableFailure(AgentError(message, kind="unreachable"))
+    if isinstance(error, httpx.ReadTimeout):
+        message = (
+            f"{named} sent nothing for {timeouts.idle_timeout:g} s, so the answer was cut off."
+        )
+        return AgentError(message, kind="stalled")
+    if started:
+        return AgentError(f"The connection to {agent} dropped mid-answer.", kind="dropped")
+    message = f"The connection to {agent} dropped before it answered."
+    return RetryableFailure(AgentError(message, kind="dropped"))

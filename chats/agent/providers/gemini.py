@@ -24,7 +24,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..client import AgentError, RetryNotice, _ssl_context, redact
+from ..client import AgentError, _ssl_context, redact
 from ..events import (
     ActionEvent,
     AgentEvent,
@@ -36,7 +36,15 @@ from ..events import (
 )
 from ..sse import StreamMessage
 from . import ConversationTurn, ProviderConfig, ProviderRequest
-from .attempts import RETRYABLE_STATUS, RetryableFailure, retry_after_seconds, with_retries
+from .attempts import (
+    RETRYABLE_STATUS,
+    TRANSPORT_ERRORS,
+    RetryableFailure,
+    RetryNotice,
+    retry_after_seconds,
+    transport_failure,
+    with_retries,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -444,34 +452,9 @@ class GeminiClient:
                         yield event
             except errors.APIError as error:
                 raise self._api_error(error, started) from None
-            except httpx.ConnectError:
-                logger.warning("Gemini connect failed")
-                raise RetryableFailure(
-                    AgentError(f"Could not reach Gemini at {self._host()}.", kind="unreachable")
-                ) from None
-            except httpx.ConnectTimeout:
-                raise RetryableFailure(
-                    AgentError(
-                        f"Gemini at {self._host()} did not answer within "
-                        f"{self.config.connect_timeout:g} s.",
-                        kind="unreachable",
-                    )
-                ) from None
-            except httpx.ReadTimeout:
-                raise AgentError(
-                    f"Gemini sent nothing for {self.config.idle_timeout:g} s, "
-                    "so the answer was cut off.",
-                    kind="stalled",
-                ) from None
-            except (httpx.RemoteProtocolError, httpx.ReadError):
-                if started:
-                    raise AgentError(
-                        "The connection to Gemini dropped mid-answer.", kind="dropped"
-                    ) from None
-                raise RetryableFailure(
-                    AgentError(
-                        "The connection to Gemini dropped before it answered.", kind="dropped"
-                    )
+            except TRANSPORT_ERRORS as error:
+                raise transport_failure(
+                    error, started, "Gemini", self._host(), self.config
                 ) from None
             for event in adapter.close():
                 yield event

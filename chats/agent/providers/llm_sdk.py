@@ -21,7 +21,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..client import AgentError, RetryNotice, _ssl_context, redact
+from ..client import AgentError, _ssl_context, redact
 from ..events import (
     AgentEvent,
     AnswerEvent,
@@ -32,7 +32,15 @@ from ..events import (
 )
 from ..sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
 from . import ProviderConfig, ProviderRequest
-from .attempts import RETRYABLE_STATUS, RetryableFailure, retry_after_seconds, with_retries
+from .attempts import (
+    RETRYABLE_STATUS,
+    TRANSPORT_ERRORS,
+    RetryableFailure,
+    RetryNotice,
+    retry_after_seconds,
+    transport_failure,
+    with_retries,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -290,37 +298,9 @@ class LlmSdkClient:
                     async for event in aiter_events(response.aiter_text(), reader):
                         started = True
                         yield event
-            except httpx.ConnectError:
-                logger.warning("llm-sdk agent connect failed")
-                raise RetryableFailure(
-                    AgentError(
-                        f"Could not reach the llm-sdk agent at {self._host()}.", kind="unreachable"
-                    )
-                ) from None
-            except httpx.ConnectTimeout:
-                raise RetryableFailure(
-                    AgentError(
-                        f"The llm-sdk agent at {self._host()} did not answer within "
-                        f"{self.config.connect_timeout:g} s.",
-                        kind="unreachable",
-                    )
-                ) from None
-            except httpx.ReadTimeout:
-                raise AgentError(
-                    f"The llm-sdk agent sent nothing for {self.config.idle_timeout:g} s, "
-                    "so the answer was cut off.",
-                    kind="stalled",
-                ) from None
-            except (httpx.RemoteProtocolError, httpx.ReadError):
-                if started:
-                    raise AgentError(
-                        "The connection to the llm-sdk agent dropped mid-answer.", kind="dropped"
-                    ) from None
-                raise RetryableFailure(
-                    AgentError(
-                        "The connection to the llm-sdk agent dropped before it answered.",
-                        kind="dropped",
-                    )
+            except TRANSPORT_ERRORS as error:
+                raise transport_failure(
+                    error, started, "the llm-sdk agent", self._host(), self.config
                 ) from None
 
     def _http_error(self, response: httpx.Response) -> Exception:

@@ -3,13 +3,16 @@
 The SDK makes the request and decodes the SSE; each event object it yields is turned back into
 its wire JSON and fed to the same adapter `render_stream` uses, so the live path and a saved
 capture are read by one piece of code. Failures become `AgentError`s with the kinds and wording
-of the Bigdata client. The SDK's own retries are off (`max_retries=0`): we retry here, only
-before the first event and honouring Retry-After, and tell the page through `on_retry`.
+of the Bigdata client. The SDK's own retries are off (`max_retries=0`): we retry with the policy
+every client shares (`attempts.with_retries`), only before the first event and honouring
+Retry-After, and tell the page through `on_retry`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -17,11 +20,17 @@ from typing import Any
 
 import httpx2  # the HTTP library both SDKs are built on; mid-body failures surface as its errors
 
-from ..client import MAX_RETRY_AFTER, RETRYABLE_STATUS, AgentError, RetryNotice, redact
-from ..client import _retry_after as retry_after_seconds
+from ..client import AgentError, redact
 from ..events import AgentEvent
 from ..sse import StreamMessage
 from . import ProviderConfig, ProviderRequest
+from .attempts import (
+    RETRYABLE_STATUS,
+    RetryableFailure,
+    RetryNotice,
+    retry_after_seconds,
+    with_retries,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,76 +102,76 @@ class SdkStream:
     async def events(self) -> AsyncIterator[AgentEvent]:
         client = self._client()
         try:
-            attempt = 0
-            while True:
-                started = False
-                retry_after: float | None = None
-                adapter = self._adapter()
-                try:
-                    stream = await self._open(client)
-                    async for item in self._paced(stream):
-                        started = True
-                        for event in self._feed(adapter, wire_document(item)):
-                            yield event
-                    for event in adapter.close():
-                        yield event
-                    if not adapter.finished:
-                        raise AgentError(
-                            f"The connection to {self.provider} dropped mid-answer.",
-                            kind="dropped",
-                        )
-                    return
-                except self.vendor.APIStatusError as error:
-                    body = error.body
-                    if error.status_code < 400 and _is_stream_error(body):
-                        # The SDK raises an `error` event in the stream; the adapter reads it.
-                        for event in self._feed(adapter, _stream_error(body)):
-                            yield event
-                        return
-                    failure = self._http_error(error.status_code, self._detail(body))
-                    if started or error.status_code not in RETRYABLE:
-                        raise failure from None
-                    retry_after = retry_after_seconds(error.response)
-                except self.vendor.APITimeoutError:
-                    failure = AgentError(
-                        f"{self.provider} did not answer within {self.config.connect_timeout:g} s.",
-                        kind="unreachable",
-                    )
-                    if started:
-                        raise failure from None
-                except self.vendor.APIConnectionError as error:
-                    logger.warning("%s connect failed: %s", self.provider, type(error).__name__)
-                    failure = AgentError(f"Could not reach {self.provider}.", kind="unreachable")
-                    if started:
-                        raise self._dropped() from None
-                except self.vendor.APIError as error:  # an `error` object in the stream's data
-                    for event in self._feed(adapter, _stream_error({"error": error.body})):
-                        yield event
-                    return
-                except TimeoutError:
-                    raise AgentError(
-                        f"{self.provider} sent nothing for {self.config.idle_timeout:g} s, "
-                        "so the answer was cut off.",
-                        kind="stalled",
-                    ) from None
-                except (httpx2.TransportError, httpx2.StreamError, ValueError) as error:
-                    # ValueError: the SDK could not decode an event's JSON; the body is broken.
-                    logger.warning("%s stream broke: %s", self.provider, type(error).__name__)
-                    if started:
-                        raise self._dropped() from None
-                    failure = AgentError(
-                        f"The connection to {self.provider} dropped before it answered.",
-                        kind="dropped",
-                    )
-                attempt += 1
-                if attempt > self.config.max_retries:
-                    raise failure
-                delay = self._backoff(attempt, retry_after)
-                if self._on_retry is not None:
-                    await self._on_retry(failure.user_message, delay)
-                await asyncio.sleep(delay)
+            attempts = with_retries(
+                functools.partial(self._attempt, client),
+                max_retries=self.config.max_retries,
+                backoff_base=self._backoff_base,
+                on_retry=self._on_retry,
+            )
+            async with contextlib.aclosing(attempts):
+                async for event in attempts:
+                    yield event
         finally:
             await client.close()
+
+    async def _attempt(self, client: Any) -> AsyncIterator[AgentEvent]:
+        """One request through the SDK; the retry policy is `with_retries`."""
+        started = False
+        adapter = self._adapter()
+        try:
+            stream = await self._open(client)
+            async for item in self._paced(stream):
+                started = True
+                for event in self._feed(adapter, wire_document(item)):
+                    yield event
+            for event in adapter.close():
+                yield event
+            if not adapter.finished:
+                raise self._dropped()
+        except self.vendor.APIStatusError as error:
+            body = error.body
+            if error.status_code < 400 and _is_stream_error(body):
+                # The SDK raises an `error` event in the stream; the adapter reads it.
+                for event in self._feed(adapter, _stream_error(body)):
+                    yield event
+                return
+            failure = self._http_error(error.status_code, self._detail(body))
+            if started or error.status_code not in RETRYABLE:
+                raise failure from None
+            raise RetryableFailure(failure, retry_after_seconds(error.response.headers)) from None
+        except self.vendor.APITimeoutError:
+            failure = AgentError(
+                f"{self.provider} did not answer within {self.config.connect_timeout:g} s.",
+                kind="unreachable",
+            )
+            if started:
+                raise failure from None
+            raise RetryableFailure(failure) from None
+        except self.vendor.APIConnectionError as error:
+            logger.warning("%s connect failed: %s", self.provider, type(error).__name__)
+            if started:
+                raise self._dropped() from None
+            failure = AgentError(f"Could not reach {self.provider}.", kind="unreachable")
+            raise RetryableFailure(failure) from None
+        except self.vendor.APIError as error:  # an `error` object in the stream's data
+            for event in self._feed(adapter, _stream_error({"error": error.body})):
+                yield event
+        except TimeoutError:
+            raise AgentError(
+                f"{self.provider} sent nothing for {self.config.idle_timeout:g} s, "
+                "so the answer was cut off.",
+                kind="stalled",
+            ) from None
+        except (httpx2.TransportError, httpx2.StreamError, ValueError) as error:
+            # ValueError: the SDK could not decode an event's JSON; the body is broken.
+            logger.warning("%s stream broke: %s", self.provider, type(error).__name__)
+            if started:
+                raise self._dropped() from None
+            failure = AgentError(
+                f"The connection to {self.provider} dropped before it answered.",
+                kind="dropped",
+            )
+            raise RetryableFailure(failure) from None
 
     async def _paced(self, stream: Any) -> AsyncIterator[Any]:
         """Yield the SDK's events; raise TimeoutError when none comes for idle_timeout."""
@@ -194,11 +203,6 @@ class SdkStream:
     def _detail(self, body: Any) -> str:
         """The error's message from any provider's error JSON, with the key masked."""
         return redact(_message(body), self.config.api_key)
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
-        return min(self._backoff_base * 2 ** (attempt - 1), MAX_RETRY_AFTER)
 
 
 def wire_document(item: Any) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from chats.agent.sse import StreamMessage
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
 from citations.resolve import resolve_citations
+from demo_agent.scripted import Drop, Reply, Sleep
 from tests.servers import free_port, serve_asgi
 from tests.standins.anthropic import (
     anthropic_error,
@@ -35,7 +36,6 @@ from tests.standins.anthropic import (
     sse,
     text_block,
 )
-from tests.standins.responses import Reply
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
 KEY = "sk-ant-test-secret-9999"
@@ -249,7 +249,7 @@ async def test_the_sdk_streams_the_capture_to_its_exact_markdown(standin):
     assert body["stream"] is True
     assert body["messages"] == [{"role": "user", "content": "How is inflation?"}]
     assert body["tools"] == [{"type": "web_search_20250305", "name": "web_search"}]
-    headers = standin.requests[0]["headers"]
+    headers = standin.requests[0].headers
     assert KEY in (
         headers.get("x-api-key"),
         headers.get("authorization", "").removeprefix("Bearer "),
@@ -353,12 +353,12 @@ async def test_unreachable_stalled_dropped_and_cut(standin):
         await run(client(f"http://127.0.0.1:{free_port()}", max_retries=0))
     assert raised.value.kind == "unreachable"
 
-    standin.queue(Reply(body=[message_start(), *text_block(0, ["Par"]), ("sleep", 1.5)]))
+    standin.queue(Reply(body=[message_start(), *text_block(0, ["Par"]), Sleep(1.5)]))
     with pytest.raises(AgentError) as raised:
         await run(client(standin.url, idle_timeout=0.5))
     assert raised.value.kind == "stalled"
 
-    standin.queue(Reply(body=[message_start(), *text_block(0, ["Par"]), "drop"]))
+    standin.queue(Reply(body=[message_start(), *text_block(0, ["Par"]), Drop()]))
     with pytest.raises(AgentError) as raised:
         await run(client(standin.url))
     assert raised.value.user_message == "The connection to Anthropic dropped mid-answer."

@@ -5,11 +5,17 @@ from __future__ import annotations
 import email.utils
 import time
 
+import httpx
 import pytest
 
-from chats.agent.client import AgentError
+from chats.agent.client import AgentError, AgentSettings
 from chats.agent.events import AnswerEvent
-from chats.agent.providers.attempts import RetryableFailure, retry_after_seconds, with_retries
+from chats.agent.providers.attempts import (
+    RetryableFailure,
+    retry_after_seconds,
+    transport_failure,
+    with_retries,
+)
 
 
 def test_retry_after_in_seconds_or_as_an_http_date():
@@ -46,3 +52,24 @@ async def test_failures_before_the_first_event_are_retried_then_given_up():
     with pytest.raises(AgentError, match="busy"):
         _ = [e async for e in with_retries(attempt, max_retries=2, on_retry=notice)]
     assert notices == [("busy", 0), ("busy", 0)]
+
+
+@pytest.mark.parametrize(
+    ("error", "started", "retried", "kind", "message"),
+    [
+        (httpx.ConnectError("x"), False, True, "unreachable", "Could not reach Gemini at h:1."),
+        (httpx.ConnectTimeout("x"), False, True, "unreachable", "Gemini at h:1 did not answer"),
+        (httpx.ReadTimeout("x"), False, False, "stalled", "Gemini sent nothing for 9 s"),
+        (httpx.ReadError("x"), False, True, "dropped", "dropped before it answered."),
+        (httpx.RemoteProtocolError("x"), True, False, "dropped", "dropped mid-answer."),
+    ],
+)
+def test_transport_errors_become_the_user_message_and_only_early_ones_are_retried(
+    error, started, retried, kind, message
+):
+    timeouts = AgentSettings(url="http://h:1", connect_timeout=2, idle_timeout=9)
+    failure = transport_failure(error, started, "Gemini", "h:1", timeouts)
+    assert isinstance(failure, RetryableFailure) is retried
+    agent_error = failure.error if retried else failure
+    assert agent_error.kind == kind
+    assert message in agent_error.user_message

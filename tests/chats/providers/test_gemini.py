@@ -18,9 +18,9 @@ from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
 from citations.resolve import resolve_citations
+from demo_agent.scripted import Drop, Reply, Sleep
 from tests.servers import free_port, serve_asgi
 from tests.standins.gemini import GeminiStandIn, chunk, error, grounded_answer, sse, stream
-from tests.standins.scripted import Reply
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
 KEY = "AIzaSy-test-key-not-a-secret-0123"
@@ -327,11 +327,11 @@ async def test_sdk_streams_a_grounded_answer_whose_citations_resolve_exactly(gem
     )
     assert transcript.consumption[0]["input_tokens"] == 12
     (request,) = gemini.requests
-    assert request["path"] == "/v1beta/models/gemini-test:streamGenerateContent"
-    assert request["query"] == "alt=sse"
-    assert request["headers"]["x-goog-api-key"] == KEY
-    assert request["json"]["tools"] == [{"googleSearch": {}}]
-    assert request["json"]["contents"] == [
+    assert request.path == "/v1beta/models/gemini-test:streamGenerateContent"
+    assert request.query == "alt=sse"
+    assert request.headers["x-goog-api-key"] == KEY
+    assert request.json["tools"] == [{"googleSearch": {}}]
+    assert request.json["contents"] == [
         {"role": "user", "parts": [{"text": "What happened to Samsung?"}]}
     ]
 
@@ -437,7 +437,7 @@ async def test_unreachable():
 
 
 async def test_stall_ends_the_answer(gemini):
-    gemini.queue(Reply(body=[*sse(chunk("Part of")), ("sleep", 2)]))
+    gemini.queue(Reply(body=[*sse(chunk("Part of")), Sleep(2)]))
     events = []
     with pytest.raises(AgentError) as failure:
         async for event in client(gemini.url, idle_timeout=0.3).events():
@@ -449,7 +449,7 @@ async def test_stall_ends_the_answer(gemini):
 
 
 async def test_drop_mid_answer(gemini):
-    gemini.queue(Reply(body=[*sse(chunk("Part of")), "drop"]))
+    gemini.queue(Reply(body=[*sse(chunk("Part of")), Drop()]))
     with pytest.raises(AgentError) as failure:
         await collect(client(gemini.url))
     assert failure.value.kind == "dropped"
@@ -520,7 +520,7 @@ async def test_the_key_is_not_logged_on_an_answered_run(gemini, caplog):
     notices = []
     assert (await collect(client(gemini.url, notices=notices))).completed
     assert KEY not in caplog.text and KEY not in str(notices)
-    assert gemini.requests[1]["headers"]["x-goog-api-key"] == KEY
+    assert gemini.requests[1].headers["x-goog-api-key"] == KEY
 
 
 def test_a_stored_run_reads_back_to_the_same_cited_answer():

@@ -18,9 +18,9 @@ from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
 from citations.resolve import resolve_citations
+from demo_agent.scripted import Drop, Reply, Sleep
 from tests.servers import free_port, serve_asgi
 from tests.standins.llm_sdk import LlmSdkStandIn, error, stream, text, usage
-from tests.standins.scripted import Reply
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
 TOKEN = "llmsdk-token-not-a-secret-0123"
@@ -192,9 +192,9 @@ async def test_streams_a_cited_answer_and_sends_history(agent):
     )
     assert transcript.consumption[0]["type"] == "my-agent"
     (received,) = agent.requests
-    assert received["path"] == "/agent/run"
-    assert received["headers"]["authorization"] == f"Bearer {TOKEN}"
-    assert received["json"] == {
+    assert received.path == "/agent/run"
+    assert received.headers["authorization"] == f"Bearer {TOKEN}"
+    assert received.json == {
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "Is coffee healthy?"}]},
             {"role": "assistant", "content": [{"type": "text", "text": "In moderation."}]},
@@ -207,7 +207,7 @@ async def test_streams_a_cited_answer_and_sends_history(agent):
 async def test_no_token_no_authorization_header(agent):
     agent.queue(stream(text(0, "Hi.")))
     await collect(client(agent.url, api_key=""))
-    assert "authorization" not in agent.requests[0]["headers"]
+    assert "authorization" not in agent.requests[0].headers
     assert "model" not in agent.payloads[0]
 
 
@@ -264,11 +264,11 @@ async def test_unreachable():
 
 
 async def test_stall_and_drop(agent):
-    agent.queue(Reply(body=[*stream(text(0, "Part")).body, ("sleep", 2)]))
+    agent.queue(Reply(body=[*stream(text(0, "Part")).body, Sleep(2)]))
     with pytest.raises(AgentError) as stalled:
         await collect(client(agent.url, idle_timeout=0.3))
     assert stalled.value.kind == "stalled"
-    agent.queue(Reply(body=[*stream(text(0, "Part")).body, "drop"]))
+    agent.queue(Reply(body=[*stream(text(0, "Part")).body, Drop()]))
     with pytest.raises(AgentError) as dropped:
         await collect(client(agent.url))
     assert dropped.value.user_message == "The connection to the llm-sdk agent dropped mid-answer."

@@ -25,9 +25,9 @@ from chats.agent.sse import StreamMessage
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
 from citations.resolve import resolve_citations
+from demo_agent.scripted import Drop, Reply, Sleep
 from tests.servers import free_port, serve_asgi
 from tests.standins.responses import (
-    Reply,
     answer_events,
     openai_error,
     responses_standin,
@@ -332,7 +332,7 @@ async def test_the_sdk_streams_the_capture_to_its_exact_markdown(standin, cls, p
     assert body["input"] == [{"role": "user", "content": "What is new at xAI?"}]
     tools = [t["type"] for t in body["tools"]]
     assert tools == (["web_search"] if provider == "openai" else ["web_search", "x_search"])
-    assert standin.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
+    assert standin.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert isinstance(events[-1], CompleteEvent)
 
 
@@ -425,7 +425,7 @@ async def test_unreachable():
 
 
 async def test_a_stall_ends_the_run(standin):
-    standin.queue(stream(*answer_events(["Hel"], complete=False), ("sleep", 1.5)))
+    standin.queue(stream(*answer_events(["Hel"], complete=False), Sleep(1.5)))
     with pytest.raises(AgentError) as raised:
         await run(client(XaiClient, standin.url, idle_timeout=0.5))
     assert raised.value.kind == "stalled"
@@ -433,7 +433,7 @@ async def test_a_stall_ends_the_run(standin):
 
 
 async def test_a_dropped_connection_mid_answer(standin):
-    standin.queue(stream(*answer_events(["Hel"], complete=False), "drop"))
+    standin.queue(stream(*answer_events(["Hel"], complete=False), Drop()))
     received = []
     with pytest.raises(AgentError) as raised:
         async for event in client(OpenAIClient, standin.url).events():
