@@ -38,8 +38,16 @@ logger = logging.getLogger(__name__)
 class DemoAgentApp:
     """An ASGI app that answers research questions from the bundled demo corpus."""
 
-    def __init__(self, secret: str, pace: float = 1.0, chat_ttl_seconds: float = 3600.0) -> None:
+    def __init__(
+        self,
+        secret: str,
+        pace: float = 1.0,
+        chat_ttl_seconds: float = 3600.0,
+        *,
+        pro_entitled: bool = True,
+    ) -> None:
         self.pace = max(0.0, float(pace))
+        self.pro_entitled = pro_entitled  # False answers `model_name: pro` with a 403
         self._library = load_library()
         signer = TokenSigner(
             secret,
@@ -64,6 +72,8 @@ class DemoAgentApp:
             if body is None:
                 return  # the client left before sending its question
             request = parse_request(body)
+            if request.options.pro and not self.pro_entitled:
+                raise HttpError(403, "This API key is not entitled to the pro model tier.")
             conversation = self._conversations.resolve(request)
         except HttpError as error:
             await send_json(send, error.status, {"detail": error.detail})
@@ -73,6 +83,7 @@ class DemoAgentApp:
             research_effort=request.research_effort,
             context=conversation.context,
             library=self._library,
+            options=request.options,
         )
         await self._stream(turn, conversation, receive, send)
 

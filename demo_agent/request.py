@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import HttpError
+from .options import RequestOptions, parse_options
 
 EFFORTS = ("lite", "standard")
 PERSISTENCE_MODES = ("enabled", "disabled")
@@ -20,6 +21,7 @@ class ResearchRequest:
     chat_id: str | None
     from_checkpoint_id: str | None
     persistence_mode: str
+    options: RequestOptions = field(default_factory=RequestOptions)
 
 
 def parse_request(body: bytes) -> ResearchRequest:
@@ -61,6 +63,7 @@ def parse_request(body: bytes) -> ResearchRequest:
             errors.append(_error(["body", name], "Input should be a valid string", "string_type"))
     if errors:
         raise HttpError(422, errors)
+    options = parse_options(data)
 
     return ResearchRequest(
         message=message,
@@ -69,6 +72,7 @@ def parse_request(body: bytes) -> ResearchRequest:
         chat_id=data.get("chat_id") or None,
         from_checkpoint_id=data.get("from_checkpoint_id") or None,
         persistence_mode=persistence,
+        options=options,
     )
 
 
