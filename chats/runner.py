@@ -63,8 +63,11 @@ class TurnRun:
         self.stop_requested = False
         self.task: asyncio.Task | None = None
 
+    def open_stream(self) -> AgentStream:
+        return AgentStream(self.request, agent_settings(), on_retry=self._notice_retry)
+
     async def run(self) -> None:
-        stream = AgentStream(self.request, agent_settings(), on_retry=self._notice_retry)
+        stream = self.open_stream()
         log = get_event_log()
         outcome: dict[str, Any]
         seq = 0
@@ -174,8 +177,10 @@ class RunRegistry:
         self.runs: dict[int, TurnRun] = {}
         self._heartbeat: asyncio.Task | None = None
 
-    async def start(self, turn: Turn, request: AgentRequest) -> TurnRun:
-        run = TurnRun(turn, request)
+    async def start(
+        self, turn: Turn, request: AgentRequest, *, run_class: type[TurnRun] | None = None
+    ) -> TurnRun:
+        run = (run_class or TurnRun)(turn, request)
         self.runs[run.turn_id] = run
         run.task = asyncio.create_task(self._supervise(run), name=f"turn-{run.turn_id}")
         self.ensure_heartbeat()

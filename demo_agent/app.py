@@ -31,6 +31,8 @@ from .wire import (
     sse_event,
     start_stream,
 )
+from .workflows import PATH_SUFFIX as WORKFLOW_PATH_SUFFIX
+from .workflows import DemoWorkflows
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,14 @@ class DemoAgentApp:
         )
         self._conversations = Conversations(signer, chat_ttl_seconds=chat_ttl_seconds)
         self.active_turns = 0  # streams being generated now; tests watch it fall on disconnect
+        self._workflows = DemoWorkflows(self)
+
+    @property
+    def library(self):
+        return self._library
+
+    async def sleep(self, seconds: float, disconnected: asyncio.Event) -> None:
+        await self._sleep(seconds, disconnected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -66,6 +76,9 @@ class DemoAgentApp:
             return
         if scope["method"] != "POST":
             await send_json(send, 405, {"detail": "Method Not Allowed"}, [(b"allow", b"POST")])
+            return
+        if scope["path"].endswith(WORKFLOW_PATH_SUFFIX):
+            await self._serve_workflow(receive, send)
             return
         try:
             body = await read_body(receive)
@@ -129,6 +142,23 @@ class DemoAgentApp:
         finally:
             watcher.cancel()
             self.active_turns -= 1
+
+    async def _serve_workflow(self, receive: Receive, send: Send) -> None:
+        try:
+            body = await read_body(receive)
+        except HttpError as error:
+            await send_json(send, error.status, {"detail": error.detail})
+            return
+        if body is None:
+            return
+        disconnected = asyncio.Event()
+        watcher = asyncio.create_task(_watch_disconnect(receive, disconnected))
+        try:
+            await self._workflows.serve(body, receive, send, disconnected)
+        except OSError:
+            return
+        finally:
+            watcher.cancel()
 
     async def _sleep(self, seconds: float, disconnected: asyncio.Event) -> None:
         """Sleep at the configured pace, waking at once if the client disconnects."""

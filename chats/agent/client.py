@@ -24,7 +24,7 @@ from httpx_sse import aconnect_sse
 
 from .bigdata import BigdataAdapter
 from .events import AgentEvent
-from .sse import DEFAULT_MAX_LINE_CHARS, StreamReader, aiter_events
+from .sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
 
@@ -106,10 +106,13 @@ class AgentStream:
         *,
         on_retry: RetryNotice | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        adapter: StreamAdapter | None = None,
     ) -> None:
         self.request = request
         self.settings = settings
-        self.reader = StreamReader(BigdataAdapter(), max_line_chars=settings.max_line_chars)
+        self.reader = StreamReader(
+            adapter or BigdataAdapter(), max_line_chars=settings.max_line_chars
+        )
         self._on_retry = on_retry
         self._transport = transport
 
