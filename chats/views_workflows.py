@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from http import HTTPStatus
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -72,9 +72,9 @@ async def workflow_run(request: HttpRequest) -> HttpResponse:
         return workflow_turn_start(owner=user, choice=choice, request=workflow), workflow
 
     try:
-        turn, workflow = await sync_to_async(start)()
+        turn, workflow = await database_sync_to_async(start)()
     except (WorkflowError, TurnStartError) as refused:
-        return await sync_to_async(_page)(request, error=str(refused))
+        return await database_sync_to_async(_page)(request, error=str(refused))
     await workflow_start(turn, workflow)
     return redirect("chat_detail", chat_id=turn.chat_id)
 
