@@ -25,7 +25,7 @@ run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_account
 	@echo "Serving on http://$(HOST):$(PORT)/"
-	$(BIN)/uvicorn researchsite.asgi:application --host $(HOST) --port $(PORT) --lifespan on --ws websockets-sansio --ws-per-message-deflate false --no-access-log
+	$(BIN)/python -m researchsite.serve --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -69,13 +69,19 @@ class TurnInline(ReviewOnlyInline):
 
 @admin.register(Chat)
 class ChatAdmin(ReviewOnlyAdmin):
-    list_display = ("__str__", "owner", "turn_count", "updated_at")
+    list_display = ("__str__", "owner", "provider", "turn_count", "updated_at")
     list_select_related = ("owner",)
-    list_filter = (("owner", admin.RelatedOnlyFieldListFilter), "updated_at", "created_at")
+    list_filter = (
+        ("owner", admin.RelatedOnlyFieldListFilter),
+        "provider",
+        "updated_at",
+        "created_at",
+    )
     search_fields = ("title", "turns__question")
     fields = (
         "title",
         "owner",
+        "provider",
         "turn_count",
         "created_at",
         "updated_at",
@@ -198,6 +204,7 @@ class TurnAdmin(ReviewOnlyAdmin):
         "question_summary",
         "chat",
         "owner",
+        "provider",
         "status",
         "research_effort",
         "tool_error_count",
@@ -207,6 +214,7 @@ class TurnAdmin(ReviewOnlyAdmin):
     list_select_related = ("chat__owner",)
     list_filter = (
         "status",
+        ("chat__provider", admin.AllValuesFieldListFilter),
         "created_at",
         "research_effort",
         ToolErrorFilter,
@@ -217,7 +225,20 @@ class TurnAdmin(ReviewOnlyAdmin):
     show_full_result_count = False  # a second COUNT(*) over every turn, for one sentence
     actions = ("export_markdown",)
     fieldsets = (
-        (None, {"fields": ("chat", "owner", "parent", "question", "research_effort", "status")}),
+        (
+            None,
+            {
+                "fields": (
+                    "chat",
+                    "owner",
+                    "provider",
+                    "parent",
+                    "question",
+                    "research_effort",
+                    "status",
+                )
+            },
+        ),
         ("Answer", {"fields": ("cited_answer", "structured_output")}),
         (
             "Answer as plain text (the offsets of the references count in it)",
@@ -237,6 +258,7 @@ class TurnAdmin(ReviewOnlyAdmin):
     )
     readonly_fields = (
         "owner",
+        "provider",
         "cited_answer",
         "duration_display",
         "consumption_table",
@@ -259,6 +281,10 @@ class TurnAdmin(ReviewOnlyAdmin):
     @admin.display(description="owner", ordering="chat__owner")
     def owner(self, turn: Turn):
         return turn.chat.owner
+
+    @admin.display(description="agent", ordering="chat__provider")
+    def provider(self, turn: Turn) -> str:
+        return turn.chat.provider
 
     @admin.display(description="duration")
     def duration_display(self, turn: Turn) -> str:

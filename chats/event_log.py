@@ -4,18 +4,24 @@ Every running turn in this process appends here; a single flusher writes all pen
 one transaction every EVENT_FLUSH_INTERVAL and only then publishes them to each chat's group.
 Publishing after the commit is what makes resume gap-free: a page that subscribes and then
 reads the log sees every event either in the log or live (maybe both; seqs dedupe).
+
+A write that fails is retried turn by turn, so one turn's bad event never holds back the
+others (issue 9): the turn the database refuses is failed and its run told to stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
 from .agent.events import AgentEvent
@@ -24,6 +30,15 @@ from .protocol import chat_group, event_view, publish, turn_events
 
 logger = logging.getLogger(__name__)
 
+# Errors of the database rather than of the data (down, locked, restarting): the same write may
+# succeed in a moment, so the turn's events stay pending, retried every RETRY_DELAY, until its
+# writes have failed for TRANSIENT_GRACE seconds.
+TRANSIENT_ERRORS = (OperationalError, InterfaceError)
+TRANSIENT_GRACE = 5.0
+RETRY_DELAY = 1.0
+
+WriteFailed = Callable[[str], None]
+
 
 @dataclass(frozen=True, slots=True)
 class PendingEvent:
@@ -31,6 +46,7 @@ class PendingEvent:
     turn_id: int
     seq: int
     event: AgentEvent
+    data: dict[str, Any]  # what is stored: the event's data, made storable by the run
 
 
 class EventLog:
@@ -42,37 +58,145 @@ class EventLog:
         self._lock = asyncio.Lock()
         self._wakeup = asyncio.Event()
         self._flusher: asyncio.Task | None = None
+        self._failing_since: dict[int, float] = {}  # turn id -> loop time of its first failure
+        # Events kept back by a transient error, retried from _retry_at on; later events of the
+        # same turns wait behind them so that each turn's seqs are written and relayed in order.
+        self._held: list[PendingEvent] = []
+        self._retry_at = 0.0
+        self._failures: dict[int, str] = {}  # turn id -> why its events could not be stored
+        self._on_failure: dict[int, WriteFailed] = {}
 
-    def append(self, chat_id: int, turn_id: int, seq: int, event: AgentEvent) -> None:
-        self._pending.append(PendingEvent(chat_id, turn_id, seq, event))
+    def watch(self, turn_id: int, on_failure: WriteFailed) -> None:
+        """Call `on_failure(message)` if this turn's events cannot be stored."""
+        self._on_failure[turn_id] = on_failure
+
+    def forget(self, turn_id: int) -> None:
+        """The turn's run has ended: drop what the log remembers of it."""
+        self._on_failure.pop(turn_id, None)
+        self._failures.pop(turn_id, None)
+        self._failing_since.pop(turn_id, None)
+
+    def failure(self, turn_id: int) -> str | None:
+        """Return why this turn's events could not be stored, or None."""
+        return self._failures.get(turn_id)
+
+    def append(
+        self,
+        chat_id: int,
+        turn_id: int,
+        seq: int,
+        event: AgentEvent,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        """Queue one event; `data` is what to store, when not `event.data` as it stands."""
+        if turn_id in self._failures:
+            return  # its run is being stopped; nothing more of it can be logged in order
+        self._pending.append(
+            PendingEvent(chat_id, turn_id, seq, event, event.data if data is None else data)
+        )
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_forever(), name="event-log-flusher")
         self._wakeup.set()
 
     async def flush(self) -> None:
-        """Write and publish everything appended so far (a run calls this before it finishes)."""
+        """Write and publish everything appended so far (a run calls this before it finishes).
+
+        Never raises for a failed write: a turn whose events the database refuses is failed,
+        and events kept back by a transient error are held for the flusher to retry.
+        """
         async with self._lock:
+            loop = asyncio.get_running_loop()
+            if self._held and loop.time() >= self._retry_at:
+                self._pending[:0], self._held = self._held, []
             while self._pending:
                 batch, self._pending = self._pending, []
+                if self._held:
+                    waiting = {p.turn_id for p in self._held}
+                    self._held += [p for p in batch if p.turn_id in waiting]
+                    batch = [p for p in batch if p.turn_id not in waiting]
+                    if not batch:
+                        continue
                 try:
                     await _write(batch)
+                    written = batch
                 except Exception:
-                    self._pending[:0] = batch  # nothing is lost: the next flush tries again
-                    raise
-                await _publish(batch)
+                    written, kept = await self._write_turn_by_turn(batch)
+                    if kept:
+                        self._held += kept
+                        self._retry_at = loop.time() + RETRY_DELAY
+                for turn_id in {p.turn_id for p in written}:
+                    self._failing_since.pop(turn_id, None)
+                if written:
+                    try:
+                        await _publish(written)
+                    except Exception:  # stored all the same: pages catch up from the log
+                        logger.exception("Relaying %d stored events failed", len(written))
+
+    async def _write_turn_by_turn(
+        self, batch: list[PendingEvent]
+    ) -> tuple[list[PendingEvent], list[PendingEvent]]:
+        """Write each turn's events on their own; return (written, kept for a retry)."""
+        written: list[PendingEvent] = []
+        kept: list[PendingEvent] = []
+        by_turn: dict[int, list[PendingEvent]] = {}
+        for pending in batch:
+            by_turn.setdefault(pending.turn_id, []).append(pending)
+        for turn_id, events in by_turn.items():
+            try:
+                await _write(events)
+            except TRANSIENT_ERRORS as error:
+                now = asyncio.get_running_loop().time()
+                since = self._failing_since.setdefault(turn_id, now)
+                if now - since < TRANSIENT_GRACE:
+                    logger.warning(
+                        "Writing %d events of turn %s failed (%s); retrying",
+                        len(events),
+                        turn_id,
+                        type(error).__name__,
+                    )
+                    kept.extend(events)
+                else:
+                    self._fail(turn_id, error)
+            except Exception as error:
+                self._fail(turn_id, error)
+            else:
+                written.extend(events)
+        return written, kept
+
+    def _fail(self, turn_id: int, error: Exception) -> None:
+        logger.error(
+            "The events of turn %s cannot be stored; failing the turn", turn_id, exc_info=error
+        )
+        message = (
+            "Part of this answer could not be saved: the database refused one of its events"
+            f" ({type(error).__name__}), so the answer was stopped."
+        )
+        self._failures[turn_id] = message
+        self._failing_since.pop(turn_id, None)
+        self._pending = [p for p in self._pending if p.turn_id != turn_id]
+        self._held = [p for p in self._held if p.turn_id != turn_id]
+        on_failure = self._on_failure.get(turn_id)
+        if on_failure is not None:
+            try:
+                on_failure(message)
+            except Exception:
+                logger.exception("Telling the run of turn %s to stop failed", turn_id)
 
     async def _flush_forever(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            await self._wakeup.wait()
+            if self._held:  # wake for new events, or to retry the held ones when it is time
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), self._retry_at - loop.time())
+            else:
+                await self._wakeup.wait()
             self._wakeup.clear()
             # Let the batch fill for one interval: this is the frame-coalescing window.
             await asyncio.sleep(self.interval)
             try:
                 await self.flush()
-            except Exception:  # keep relaying other turns; the events stay pending
-                logger.exception("Writing the event log failed; retrying")
-                await asyncio.sleep(1)
-                self._wakeup.set()
+            except Exception:  # flush handles write errors; this is a bug, not a bad event
+                logger.exception("Flushing the event log failed")
 
 
 @database_sync_to_async
@@ -93,7 +217,7 @@ def _write(batch: list[PendingEvent]) -> None:
                     p.turn_id,
                     p.seq,
                     p.event.type[:40],
-                    data.get_db_prep_save(p.event.data, db),
+                    data.get_db_prep_save(p.data, db),
                     received_at,
                 )
                 for p in batch

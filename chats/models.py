@@ -19,8 +19,12 @@ class Chat(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats"
     )
     title = models.CharField(max_length=200, blank=True)
+    # Which agent answers this chat (chats.agent.providers); fixed when the chat is created.
+    provider = models.CharField(max_length=32, default="bigdata", db_index=True)
     # The agent's conversation id, from the event envelope of the latest upstream conversation.
-    upstream_chat_id = models.CharField(max_length=200, blank=True)
+    # Text, not a capped CharField: ids are the API's to choose, and one that did not fit left
+    # its turn unsaveable (issue 9).
+    upstream_chat_id = models.TextField(blank=True)
     active_turn = models.ForeignKey(
         "Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -72,6 +76,8 @@ class Turn(models.Model):
         DROPPED = "dropped", "the connection dropped"
         INCOMPLETE = "incomplete", "the stream ended early"
         SERVER = "server", "the server stopped during the run"
+        LIMIT = "limit", "the answer reached a limit of this site"
+        UNSAVED = "unsaved", "the answer could not be saved"
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
     parent = models.ForeignKey(
@@ -84,10 +90,10 @@ class Turn(models.Model):
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.STREAMING, db_index=True
     )
-    # Continuity: what this turn sent upstream and what its COMPLETE gave back.
-    upstream_chat_id = models.CharField(max_length=200, blank=True)
-    from_checkpoint_id = models.CharField(max_length=500, blank=True)
-    checkpoint_id = models.CharField(max_length=500, blank=True)
+    # Continuity: what this turn sent upstream and what its COMPLETE gave back (any length).
+    upstream_chat_id = models.TextField(blank=True)
+    from_checkpoint_id = models.TextField(blank=True)
+    checkpoint_id = models.TextField(blank=True)
     is_restart = models.BooleanField(
         default=False, help_text="Started a fresh upstream conversation for this chat."
     )
@@ -101,6 +107,11 @@ class Turn(models.Model):
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     tool_error_count = models.PositiveIntegerField(default=0)
     malformed_lines = models.PositiveIntegerField(default=0)
+    sanitized_events = models.PositiveIntegerField(
+        default=0,
+        help_text="Events stored with something replaced that the database could not store "
+        "(NUL, lone surrogates, NaN or Infinity, nesting too deep).",
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The run renews its lease while it streams; a lapsed lease means its process died.

@@ -9,7 +9,9 @@ when the run's own process died.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from contextlib import aclosing
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
@@ -18,9 +20,11 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from . import display
-from .agent.client import AgentError, AgentRequest, AgentSettings, AgentStream
+from .agent.client import AgentError, AgentRequest
+from .agent.events import AgentEvent, AnswerEvent
+from .agent.providers import ProviderRequest, ProviderStream, open_stream
 from .agent.transcript import Transcript
-from .event_log import get_event_log
+from .event_log import EventLog, get_event_log
 from .models import Turn
 from .protocol import (
     TurnCardFrame,
@@ -32,7 +36,13 @@ from .protocol import (
     turn_stop,
 )
 from .selectors import branch_turn
-from .services import turn_finish, turn_interrupt_orphans, turn_renew_leases
+from .services import (
+    turn_fail_unsaved,
+    turn_finish,
+    turn_interrupt_orphans,
+    turn_renew_leases,
+)
+from .storable import storable_event
 
 logger = logging.getLogger(__name__)
 
@@ -44,46 +54,71 @@ INTERRUPTING_KINDS = frozenset({"stalled", "dropped"})
 LISTENER_CLOSE = "turn.listener.close"
 
 
-def agent_settings() -> AgentSettings:
-    return AgentSettings(
-        url=settings.RESEARCH_AGENT_URL,
-        api_key=settings.BIGDATA_API_KEY or settings.DEMO_AGENT_TOKEN,
-        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
-        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
-        max_retries=settings.AGENT_MAX_RETRIES,
+class TurnLimitReached(Exception):
+    """The run passed one of the site's limits (AGENT_MAX_*); the message says which."""
+
+    def __init__(self, user_message: str) -> None:
+        super().__init__(user_message)
+        self.user_message = user_message
+
+
+def _duration_text(seconds: float) -> str:
+    """Return "30 minutes", "1 minute", "90 seconds", "1 second"."""
+    value, unit = (
+        (seconds / 60, "minute") if seconds >= 60 and seconds % 60 == 0 else (seconds, "second")
     )
+    return f"{value:g} {unit}{'' if value == 1 else 's'}"
 
 
 class TurnRun:
-    def __init__(self, turn: Turn, request: AgentRequest) -> None:
+    def __init__(self, turn: Turn, request: AgentRequest | ProviderRequest) -> None:
         self.turn_id = turn.pk
         self.chat_id = turn.chat_id
+        self.agent = turn.chat.provider
         self.request = request
         self.transcript = Transcript()
         self.stop_requested = False
+        self.write_failure: str | None = None  # set by the event log when it cannot store ours
+        self.finishing = False
+        self.sanitized_events = 0
+        self.answer_chars = 0
         self.task: asyncio.Task | None = None
+        self._deadline: asyncio.Timeout | None = None
+        self._ends_at = 0.0
 
-    def open_stream(self) -> AgentStream:
-        return AgentStream(self.request, agent_settings(), on_retry=self._notice_retry)
+    def agent_stream(self):
+        """The run's events; a workflow run reads another endpoint (chats/workflows.py)."""
+        return open_stream(self.agent, self.request, on_retry=self._notice_retry)
 
     async def run(self) -> None:
-        stream = self.open_stream()
+        stream = self.agent_stream()
         log = get_event_log()
+        log.watch(self.turn_id, self._events_unsaveable)
         outcome: dict[str, Any]
-        seq = 0
         try:
-            async for event in stream.events():
-                seq += 1
-                self.transcript.apply(event)
-                log.append(self.chat_id, self.turn_id, seq, event)
+            try:
+                await self._read(stream, log)
+            finally:
+                if stream.malformed_lines:  # once per turn, not once per line
+                    logger.warning(
+                        "Turn %s: skipped %d malformed stream lines",
+                        self.turn_id,
+                        stream.malformed_lines,
+                    )
             outcome = self._outcome_of_stream(stream.malformed_lines)
         except AgentError as error:
             status = (
                 Turn.Status.INTERRUPTED if error.kind in INTERRUPTING_KINDS else Turn.Status.FAILED
             )
             outcome = {"status": status, "error": error.user_message, "error_kind": error.kind}
+        except TurnLimitReached as limit:
+            outcome = {
+                "status": Turn.Status.INTERRUPTED,
+                "error": limit.user_message,
+                "error_kind": Turn.ErrorKind.LIMIT,
+            }
         except asyncio.CancelledError:
-            if not self.stop_requested:
+            if self.write_failure is None and not self.stop_requested:
                 # The server is shutting down: record what we have, then let the task end.
                 await self._finish(
                     stream,
@@ -92,6 +127,7 @@ class TurnRun:
                     error_kind=Turn.ErrorKind.SERVER,
                 )
                 raise
+            # The event log's failure is filled in by _finish; otherwise the user stopped it.
             outcome = {"status": Turn.Status.STOPPED, "error": "", "error_kind": ""}
         except Exception:
             logger.exception("Turn %s failed unexpectedly", self.turn_id)
@@ -101,6 +137,74 @@ class TurnRun:
                 "error_kind": Turn.ErrorKind.SERVER,
             }
         await self._finish(stream, **outcome)
+
+    async def _read(self, stream: ProviderStream, log: EventLog) -> None:
+        """Read the stream into the transcript and the log, within the site's limits.
+
+        The idle and duration limits count events, not bytes: a stream of keep-alive comments
+        must not keep a turn streaming forever. One deadline, moved on by each event, serves both.
+        """
+        loop = asyncio.get_running_loop()
+        idle = settings.AGENT_IDLE_TIMEOUT
+        max_seconds = settings.AGENT_MAX_TURN_SECONDS
+        ends_at = self._ends_at = loop.time() + max_seconds
+        # Moving the deadline costs a timer; move it only when it has fallen behind noticeably.
+        slack = min(1.0, idle / 10)
+        seq = 0
+        try:
+            async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as deadline:
+                self._deadline = deadline
+                async with aclosing(stream.events()) as events:
+                    async for event in events:
+                        idle_until = min(loop.time() + idle, ends_at)
+                        if idle_until - (deadline.when() or 0.0) >= slack:
+                            deadline.reschedule(idle_until)
+                        seq += 1
+                        if seq > settings.AGENT_MAX_EVENTS:
+                            raise TurnLimitReached(
+                                f"The answer passed the limit of {settings.AGENT_MAX_EVENTS:,}"
+                                " events and was stopped there."
+                            )
+                        event, data, replaced = storable_event(event)
+                        self.sanitized_events += replaced
+                        event, data, cut = self._within_answer_limit(event, data)
+                        self.transcript.apply(event)
+                        log.append(self.chat_id, self.turn_id, seq, event, data)
+                        if cut:
+                            raise TurnLimitReached(
+                                "The answer passed the limit of"
+                                f" {settings.AGENT_MAX_ANSWER_CHARS:,} characters and was cut"
+                                " off there."
+                            )
+        except TimeoutError as error:
+            if loop.time() >= ends_at - slack:
+                raise TurnLimitReached(
+                    f"The answer took longer than {_duration_text(max_seconds)} and was stopped."
+                ) from error
+            raise AgentError(
+                f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",
+                kind="stalled",
+            ) from error
+
+    def _within_answer_limit(
+        self, event: AgentEvent, data: dict[str, Any]
+    ) -> tuple[AgentEvent, dict[str, Any], bool]:
+        """Return the event (and its data) cut to what is left of AGENT_MAX_ANSWER_CHARS."""
+        if not isinstance(event, AnswerEvent):
+            return event, data, False
+        room = max(settings.AGENT_MAX_ANSWER_CHARS - self.answer_chars, 0)
+        if len(event.content) <= room:
+            self.answer_chars += len(event.content)
+            return event, data, False
+        self.answer_chars += room
+        content = event.content[:room]
+        return dataclasses.replace(event, content=content), {**data, "content": content}, True
+
+    def _events_unsaveable(self, message: str) -> None:
+        """The event log cannot store this turn's events: stop reading (the log says why)."""
+        self.write_failure = message
+        if self.task is not None and not self.finishing:
+            self.task.cancel()
 
     def _outcome_of_stream(self, malformed_lines: int) -> dict[str, Any]:
         transcript = self.transcript
@@ -122,21 +226,42 @@ class TurnRun:
         }
 
     async def _finish(
-        self, stream: AgentStream, *, status: str, error: str, error_kind: str
+        self, stream: ProviderStream, *, status: str, error: str, error_kind: str
     ) -> None:
-        await get_event_log().flush()  # every event is logged and relayed before the final frame
-        turn = await database_sync_to_async(turn_finish)(
-            turn_id=self.turn_id,
-            transcript=self.transcript,
-            status=status,
-            error=error,
-            error_kind=error_kind,
-            malformed_lines=stream.malformed_lines,
-        )
+        """Store the outcome and announce it; a turn that cannot be stored is still finished."""
+        self.finishing = True
+        log = get_event_log()
+        await log.flush()  # every event is logged and relayed before the final frame
+        failure = log.failure(self.turn_id) or self.write_failure
+        log.forget(self.turn_id)
+        if failure is not None:
+            status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
+        try:
+            turn = await database_sync_to_async(turn_finish)(
+                turn_id=self.turn_id,
+                transcript=self.transcript,
+                status=status,
+                error=error,
+                error_kind=error_kind,
+                malformed_lines=stream.malformed_lines,
+                sanitized_events=self.sanitized_events,
+            )
+        except Exception as finish_error:
+            logger.exception("Storing the answer of turn %s failed", self.turn_id)
+            turn = await _fail_unfinishable(
+                self.turn_id,
+                failure
+                or f"This answer could not be saved ({type(finish_error).__name__})."
+                " Retry to ask again.",
+            )
         if turn is not None:
-            await publish_turn_finished(turn)
+            await _publish_finished_safely(turn)
 
     async def _notice_retry(self, message: str, delay: float) -> None:
+        if self._deadline is not None:  # waiting out a retry is not the agent falling silent
+            loop = asyncio.get_running_loop()
+            idle_until = loop.time() + delay + settings.AGENT_IDLE_TIMEOUT
+            self._deadline.reschedule(min(idle_until, self._ends_at))
         notice = turn_notice(self.turn_id, display.retry_notice(message, delay))
         await publish(chat_group(self.chat_id), notice)
 
@@ -228,9 +353,12 @@ class RunRegistry:
             try:
                 if self.runs:
                     await database_sync_to_async(turn_renew_leases)(turn_ids=list(self.runs))
+            except Exception:
+                logger.exception("Renewing the leases of running turns failed")
+            try:
                 await sweep_orphans()
             except Exception:
-                logger.exception("Turn heartbeat failed")
+                logger.exception("Sweeping orphaned turns failed")
             await asyncio.sleep(settings.TURN_HEARTBEAT_SECONDS)
 
     async def shutdown(self) -> None:
@@ -245,7 +373,23 @@ class RunRegistry:
 
 async def sweep_orphans() -> None:
     for turn in await database_sync_to_async(turn_interrupt_orphans)():
+        await _publish_finished_safely(turn)
+
+
+async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:
+    """Mark a turn whose answer could not be stored failed, with the fewest fields possible."""
+    try:
+        return await database_sync_to_async(turn_fail_unsaved)(turn_id=turn_id, error=error)
+    except Exception:  # the database itself is away: the orphan sweep finishes it later
+        logger.exception("Marking turn %s failed did not work either", turn_id)
+        return None
+
+
+async def _publish_finished_safely(turn: Turn) -> None:
+    try:
         await publish_turn_finished(turn)
+    except Exception:  # stored all the same: pages that sync see it
+        logger.exception("Announcing the end of turn %s failed", turn.pk)
 
 
 async def request_stop(turn_id: int) -> None:

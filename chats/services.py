@@ -15,6 +15,13 @@ from citations.services import citations_store_for_turn
 
 from . import display
 from .agent.client import AgentRequest
+from .agent.providers import (
+    BIGDATA,
+    ConversationTurn,
+    ProviderRequest,
+    agent_choices,
+    default_agent,
+)
 from .agent.transcript import Transcript
 from .models import Chat, OutputSchema, Turn, TurnEvent
 from .options import QuestionOptions, request_fields
@@ -26,8 +33,12 @@ logger = logging.getLogger(__name__)
 INITIAL_CHECKPOINT = "INITIAL"  # PROTOCOL.md: resets an upstream chat to its start
 
 
-def chat_create(*, owner) -> Chat:
-    return Chat.objects.create(owner=owner)
+def chat_create(*, owner, provider: str = "") -> Chat:
+    """Create a chat answered by `provider` (an offered agent), else by the default agent."""
+    offered = dict(agent_choices())
+    return Chat.objects.create(
+        owner=owner, provider=provider if provider in offered else default_agent()
+    )
 
 
 class TurnStartError(ValueError):
@@ -90,7 +101,7 @@ def turn_start(
             raise TurnStartError("That turn is not in this chat.")
 
     upstream_chat_id, from_checkpoint = "", ""
-    if not restart:
+    if chat.provider == BIGDATA and not restart:
         anchor = parent
         while anchor is not None and not (
             anchor.status == Turn.Status.COMPLETE and anchor.checkpoint_id
@@ -127,15 +138,36 @@ def turn_start(
         chat.title = display.chat_title(question)
     chat.options = options.to_json()
     chat.save(update_fields=["active_turn", "updated_at", "title", "options"])
-    request = AgentRequest(
-        message=question,
-        research_effort=research_effort,
-        chat_id=upstream_chat_id or None,
-        from_checkpoint_id=from_checkpoint or None,
-        persistence_mode=settings.AGENT_PERSISTENCE_MODE,
-        **request_fields(options, schema),
-    )
+    request: AgentRequest | ProviderRequest
+    if chat.provider == BIGDATA:
+        request = AgentRequest(
+            message=question,
+            research_effort=research_effort,
+            chat_id=upstream_chat_id or None,
+            from_checkpoint_id=from_checkpoint or None,
+            persistence_mode=settings.AGENT_PERSISTENCE_MODE,
+            **request_fields(options, schema),
+        )
+    else:
+        # Agents without server-side checkpoints are sent the branch itself, so "Continue
+        # from here", "Edit" and follow-ups mean the same as with the Research Agent.
+        request = ProviderRequest(
+            message=question,
+            history=() if restart else branch_history(parent=parent, by_id=by_id),
+            research_effort=research_effort,
+        )
     return turn, request
+
+
+def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:
+    """Return the completed questions and answers from the root of the branch to `parent`."""
+    history = []
+    turn = parent
+    while turn is not None:
+        if turn.status == Turn.Status.COMPLETE and turn.answer_text:
+            history.append(ConversationTurn(question=turn.question, answer=turn.answer_text))
+        turn = by_id.get(turn.parent_id)
+    return tuple(reversed(history))
 
 
 @transaction.atomic
@@ -147,6 +179,7 @@ def turn_finish(
     error: str = "",
     error_kind: str = "",
     malformed_lines: int = 0,
+    sanitized_events: int = 0,
 ) -> Turn | None:
     """Store the answer, its citations and the outcome in one transaction.
 
@@ -173,6 +206,7 @@ def turn_finish(
     turn.structured_output = transcript.structured_output
     turn.tool_error_count = transcript.tool_errors
     turn.malformed_lines = malformed_lines
+    turn.sanitized_events = sanitized_events
     turn.finished_at = timezone.now()
     turn.lease_expires_at = None
     if transcript.upstream_chat_id:
@@ -193,24 +227,68 @@ def turn_renew_leases(*, turn_ids: list[int]) -> None:
     Turn.objects.filter(pk__in=turn_ids).streaming().update(lease_expires_at=expires)
 
 
+def turn_fail_unsaved(*, turn_id: int, error: str) -> Turn | None:
+    """Mark a streaming turn failed, writing only fields no answer can make unstorable.
+
+    For a turn whose answer `turn_finish` could not store: it must not stay "streaming".
+    Returns None when the turn was already finished.
+    """
+    with transaction.atomic():
+        updated = (
+            Turn.objects.filter(pk=turn_id)
+            .streaming()
+            .update(
+                status=Turn.Status.FAILED,
+                error=error,
+                error_kind=Turn.ErrorKind.UNSAVED,
+                finished_at=timezone.now(),
+                lease_expires_at=None,
+            )
+        )
+    return Turn.objects.select_related("chat").get(pk=turn_id) if updated else None
+
+
 def turn_interrupt_orphans() -> list[Turn]:
-    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers."""
+    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers.
+
+    Each turn on its own: one that cannot be finished is marked failed, and one that cannot
+    even be marked is logged and left for the next sweep, never stopping the others.
+    """
     finished = []
     for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):
-        messages = (
-            TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
-        )
-        turn = turn_finish(
-            turn_id=turn_id,
-            transcript=Transcript.from_log(messages),
-            status=Turn.Status.INTERRUPTED,
-            error="The server stopped while this answer was being written. Retry to ask again.",
-            error_kind=Turn.ErrorKind.SERVER,
-        )
+        try:
+            turn = _turn_interrupt_orphan(turn_id)
+        except Exception as error:
+            logger.exception("Could not finish orphaned turn %s; marking it failed", turn_id)
+            try:
+                turn = turn_fail_unsaved(
+                    turn_id=turn_id,
+                    error=(
+                        "The server stopped while this answer was being written, and what"
+                        f" arrived could not be saved ({type(error).__name__})."
+                        " Retry to ask again."
+                    ),
+                )
+            except Exception:
+                logger.exception("Could not mark orphaned turn %s failed either", turn_id)
+                continue
         if turn is not None:
-            logger.warning("Marked orphaned turn %s interrupted", turn_id)
+            logger.warning("Finished orphaned turn %s as %s", turn_id, turn.status)
             finished.append(turn)
     return finished
+
+
+def _turn_interrupt_orphan(turn_id: int) -> Turn | None:
+    messages = (
+        TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
+    )
+    return turn_finish(
+        turn_id=turn_id,
+        transcript=Transcript.from_log(messages),
+        status=Turn.Status.INTERRUPTED,
+        error="The server stopped while this answer was being written. Retry to ask again.",
+        error_kind=Turn.ErrorKind.SERVER,
+    )
 
 
 def chat_select_branch(*, chat: Chat, turn_id: int) -> None:

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from .agent.providers import agent_label
 from .display import page_limits
 from .export import export_turns_markdown
 from .models import Turn
@@ -25,7 +26,7 @@ def chat_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def chat_new(request: HttpRequest) -> HttpResponse:
-    chat = chat_create(owner=request.user)
+    chat = chat_create(owner=request.user, provider=request.POST.get("agent", ""))
     return redirect("chat_detail", chat_id=chat.pk)
 
 
@@ -44,6 +45,7 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         "efforts": Turn.Effort.choices,
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
         "limits": page_limits(),
+        "agent_label": agent_label(chat.provider),
     }
     return render(request, "chats/chat_detail.html", context)
 

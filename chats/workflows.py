@@ -25,9 +25,10 @@ from . import display
 from .agent.bigdata import BigdataAdapter
 from .agent.client import AgentError, AgentStream
 from .agent.events import AgentEvent
+from .agent.providers import BIGDATA, bigdata_settings
 from .agent.sse import StreamMessage
 from .models import Chat, Turn, WorkflowTemplate
-from .runner import TurnRun, agent_settings, get_registry, publish_turn_started
+from .runner import TurnRun, get_registry, publish_turn_started
 from .services import TurnStartError
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ TIME_RANGES = (
 MODELS = ("base", "pro")
 MAX_INPUT_CHARS = 500
 WORKFLOW_PATH = "/v1/workflow/execute"
+STALL_FRACTION = 0.8  # of AGENT_IDLE_TIMEOUT: silence after which a stream is resumed
 
 
 def workflow_url() -> str:
@@ -179,7 +181,7 @@ def workflow_turn_start(*, owner, choice: WorkflowChoice, request: WorkflowReque
         )
     shown = ", ".join(f"{k}: {v}" for k, v in (request.input or {}).items())
     question = f"Workflow “{choice.name}”" + (f" ({shown})" if shown else "")
-    chat = Chat.objects.create(owner=owner, title=display.chat_title(question))
+    chat = Chat.objects.create(owner=owner, title=display.chat_title(question), provider=BIGDATA)
     workflow = {k: v for k, v in asdict(request).items() if k != "execution_id"}
     turn = Turn.objects.create(
         chat=chat,
@@ -228,9 +230,17 @@ class WorkflowStream:
         while True:
             adapter = WorkflowAdapter()
             request = replace(self.run.request, execution_id=self.execution_id or None)
+            # Read timeouts come before the run's own idle limit (chats/runner.py), so a stalled
+            # stream is resumed here instead of ending the turn.
+            connection = bigdata_settings()
+            connection = replace(
+                connection,
+                url=workflow_url(),
+                idle_timeout=connection.idle_timeout * STALL_FRACTION,
+            )
             stream = AgentStream(
                 request,
-                replace(agent_settings(), url=workflow_url()),
+                connection,
                 on_retry=self.run.notice,
                 adapter=adapter,
             )
@@ -286,7 +296,7 @@ class WorkflowRun(TurnRun):
         super().__init__(turn, request)
         self.execution_id = turn.execution_id
 
-    def open_stream(self) -> WorkflowStream:  # type: ignore[override]
+    def agent_stream(self) -> WorkflowStream:
         return WorkflowStream(self)
 
     async def notice(self, message: str, delay: float) -> None:

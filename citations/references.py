@@ -119,9 +119,9 @@ class Citation:
             end=_int(data.get("end")),
             source=SourceDocument.from_data(source) if isinstance(source, dict) else None,
             tool_name=str(data.get("tool_name") or ""),
-            audit_ids=tuple(str(a) for a in data.get("audit_ids") or ()),
+            audit_ids=tuple(str(a) for a in _list(data.get("audit_ids"))),
             passages=tuple(
-                p for item in data.get("passages") or () if (p := Passage.from_data(item))
+                p for item in _list(data.get("passages")) if (p := Passage.from_data(item))
             ),
             problem=str(data.get("problem") or ""),
             data=data.get("data"),
@@ -163,11 +163,15 @@ class ToolCall:
             title=str(data.get("title") or ""),
             results=tuple(
                 SourceDocument.from_data(r)
-                for r in data.get("results") or ()
+                for r in _list(data.get("results"))
                 if isinstance(r, dict)
             ),
             data=data.get("data"),
         )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int | None:

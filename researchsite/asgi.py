@@ -13,12 +13,12 @@ django_asgi_app = get_asgi_application()  # before importing anything that touch
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chats.lifespan import lifespan_app  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
+from researchsite.origins import SameOriginValidator  # noqa: E402
 
 
 def _http_app():
@@ -62,9 +62,8 @@ def _http_app():
 application = ProtocolTypeRouter(
     {
         "http": _http_app(),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # Only the site's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS may connect.
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         "lifespan": lifespan_app,
     }
 )

@@ -5,12 +5,15 @@ SECRET_KEY a random key is generated once and kept in the ignored `.local/` fold
 fresh clone runs out of the box and production must set its own.
 """
 
+import base64
 import hashlib
 import hmac
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_HASHES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 LOCAL_DIR = BASE_DIR / ".local"  # ignored by git: generated secret key, admin password
@@ -43,6 +46,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
+    "csp",
     "chats",
     "citations",
 ]
@@ -55,6 +60,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lock-out page
 ]
 
 ROOT_URLCONF = "researchsite.urls"
@@ -126,9 +133,58 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the chat page's script reads it to post branch switches
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-if env.bool("SECURE_COOKIES", default=False):
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_COOKIES = env.bool("SECURE_COOKIES", default=False)
+if SECURE_COOKIES:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    # HSTS only when the site is served over HTTPS (which secure cookies imply).
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+
+# Login throttling (django-axes) for the site's and the admin's login: after
+# LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is refused
+# (even with the right password) until LOGIN_LOCKOUT_MINUTES pass without another failure.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out pairs before checking
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+LOGIN_LOCKOUT_MINUTES = env.float("LOGIN_LOCKOUT_MINUTES", default=15)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # another user on that address may sign in
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "researchsite.lockout.lockout_response"
+# The client address is REMOTE_ADDR: behind a proxy, uvicorn --proxy-headers puts the real one
+# there (from X-Forwarded-For, trusted only from --forwarded-allow-ips), so no django-ipware.
+
+
+def csp_hash(source: str) -> str:
+    """Return the CSP source expression that allows exactly this inline text."""
+    return f"'sha256-{base64.b64encode(hashlib.sha256(source.encode()).digest()).decode()}'"
+
+
+# Content-Security-Policy (django-csp): no inline script, nothing loaded from other sites.
+TABLE_ALIGNMENT_STYLE_HASHES = [
+    csp_hash(f"text-align:{side}") for side in ("left", "center", "right")
+]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # Table column alignment (`style="text-align:…"`, from Markdown tables, server-rendered
+        # and previewed) is the only inline style: allow exactly those three values, by hash.
+        "style-src-attr": [UNSAFE_HASHES, *TABLE_ALIGNMENT_STYLE_HASHES],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],  # covers ws:// and wss:// of the same host and port
+        "frame-ancestors": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "object-src": [NONE],
+    }
+}
 
 # --- Static files ---------------------------------------------------------------------------
 STATIC_URL = "static/"
@@ -163,6 +219,24 @@ DEMO_AGENT_PACE = env.float("DEMO_AGENT_PACE", default=1.0)  # 0 streams as fast
 # that with several workers a request from one is accepted by another's mount.
 DEMO_AGENT_TOKEN = hmac.new(SECRET_KEY.encode(), b"demo-agent-api-key", hashlib.sha256).hexdigest()
 
+# --- Agent limits ---------------------------------------------------------------------------
+# Each ends a run interrupted with a message naming the limit; what arrived before is kept.
+AGENT_MAX_ANSWER_CHARS = env.int("AGENT_MAX_ANSWER_CHARS", default=200_000)  # cut there
+AGENT_MAX_EVENTS = env.int("AGENT_MAX_EVENTS", default=20_000)  # per turn
+AGENT_MAX_TURN_SECONDS = env.float("AGENT_MAX_TURN_SECONDS", default=1800.0)  # 30 minutes
+
+# --- Providers ------------------------------------------------------------------------------
+# The agent a new chat is asked of unless its creator picks another: bigdata, gemini, xai,
+# openai, anthropic or llm-sdk (used only when that provider is configured).
+DEFAULT_AGENT = env.str("DEFAULT_AGENT", default="bigdata")
+# Each is offered when its key (or URL) is set; base URLs and models can be overridden.
+GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="")
+GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="https://generativelanguage.googleapis.com")
+GEMINI_MODEL = env.str("GEMINI_MODEL", default="gemini-2.5-flash")
+LLMSDK_AGENT_URL = env.str("LLMSDK_AGENT_URL", default="")  # streams llm-sdk partials
+LLMSDK_AGENT_TOKEN = env.str("LLMSDK_AGENT_TOKEN", default="")  # sent as a bearer token
+LLMSDK_AGENT_MODEL = env.str("LLMSDK_AGENT_MODEL", default="")  # sent as "model" when set
+
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
@@ -186,8 +260,30 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # failed sign-ins and lock-outs, not its start-up chatter
+    },
 }
+
+# --- Providers: OpenAI, xAI, Anthropic -------------------------------------------------------
+# A provider is offered when its key is set; the base URLs point the official SDKs elsewhere
+# (a proxy, or a stand-in in tests). Timeouts and retries are the agent's (AGENT_*).
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1")
+OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4.1")
+XAI_API_KEY = env.str("XAI_API_KEY", default="")
+XAI_BASE_URL = env.str("XAI_BASE_URL", default="https://api.x.ai/v1")
+XAI_MODEL = env.str("XAI_MODEL", default="grok-4")
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-6")
+ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API requires one
+# The SDKs log request options at DEBUG; keep them quiet like httpx.
+LOGGING["loggers"].update(
+    {name: {"level": "WARNING"} for name in ("openai", "anthropic", "httpx2", "httpcore2")}
+)
 
 # --- Workflows ------------------------------------------------------------------------------
 # POST /v1/workflow/execute next to the research agent (PROTOCOL.md, "Workflows"). Empty: derived

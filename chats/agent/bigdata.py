@@ -55,7 +55,7 @@ def event_from_message(
     if not isinstance(kind, str) or not kind:
         return None
     if kind == "AUDIT":
-        traces = [t for t in message.get("audit_traces") or () if isinstance(t, dict)]
+        traces = [t for t in _list(message.get("audit_traces")) if isinstance(t, dict)]
         return AuditEvent(tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw)
     if kind == "GROUNDING":
         references = message.get("references")
@@ -115,7 +115,7 @@ def _audit_ids(data: dict[str, Any], tag: dict[str, Any]) -> tuple[str, ...]:
 
 def _passages(source: dict[str, Any]) -> tuple[Passage, ...]:
     """The text a source contributed: BIGDATA `chunks[].text`, EXTERNAL `text`."""
-    passages = [Passage.from_data(c) for c in source.get("chunks") or () if isinstance(c, dict)]
+    passages = [Passage.from_data(c) for c in _list(source.get("chunks")) if isinstance(c, dict)]
     if isinstance(source.get("text"), str) and source["text"].strip():
         passages.append(Passage.from_data({"text": source["text"], **_relevance(source)}))
     return tuple(p for p in passages if p is not None and p.text.strip())
@@ -221,6 +221,10 @@ def _search_results(trace: dict[str, Any]) -> list[SourceDocument]:
             if isinstance(value, dict):
                 documents.append(source_document(value))
     return documents
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int | None:

@@ -183,7 +183,7 @@ def event_from_data(data: Any) -> AgentEvent | None:
     plan = data.get("plan") if isinstance(data.get("plan"), dict) else {}
     match kind:
         case "PLANNING":
-            steps = [s for s in plan.get("steps") or () if isinstance(s, dict)]
+            steps = [s for s in _list(plan.get("steps")) if isinstance(s, dict)]
             return PlanningEvent(
                 title=_text(plan.get("title")),
                 steps=tuple(
@@ -202,10 +202,10 @@ def event_from_data(data: Any) -> AgentEvent | None:
                 **common,
             )
         case "AUDIT":
-            calls = [c for c in data.get("tool_calls") or () if isinstance(c, dict)]
+            calls = [c for c in _list(data.get("tool_calls")) if isinstance(c, dict)]
             return AuditEvent(tool_calls=tuple(ToolCall.from_data(c) for c in calls), **common)
         case "GROUNDING":
-            items = [c for c in data.get("citations") or () if isinstance(c, dict)]
+            items = [c for c in _list(data.get("citations")) if isinstance(c, dict)]
             return GroundingEvent(citations=tuple(Citation.from_data(c) for c in items), **common)
         case "ANSWER":
             content = data.get("content")
@@ -221,7 +221,7 @@ def event_from_data(data: Any) -> AgentEvent | None:
         case "ERROR":
             return ErrorEvent(error=_text(data.get("error")) or AGENT_ERROR, **common)
         case "COMPLETE":
-            consumption = [c for c in data.get("consumption") or () if isinstance(c, dict)]
+            consumption = [c for c in _list(data.get("consumption")) if isinstance(c, dict)]
             return CompleteEvent(
                 checkpoint_id=_text(data.get("checkpoint_id")),
                 consumption=tuple(consumption),
@@ -229,6 +229,10 @@ def event_from_data(data: Any) -> AgentEvent | None:
             )
     payload = {k: v for k, v in data.items() if k not in {"type", "chat_id"}}
     return UnknownEvent(type=kind, payload=payload, **common)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _text(value: Any) -> str:

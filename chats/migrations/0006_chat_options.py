@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0003_open_socket'),
+        ('chats', '0005_chat_provider'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

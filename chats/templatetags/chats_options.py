@@ -6,6 +6,7 @@ from typing import Any
 
 from django import template
 
+from ..agent.providers import BIGDATA
 from ..models import Chat, OutputSchema
 from ..options import LIST_OPTIONS, MODELS, QuestionOptions
 
@@ -16,6 +17,7 @@ register = template.Library()
 def composer_options(chat: Chat) -> dict[str, Any]:
     options = QuestionOptions.from_stored(chat.options)
     return {
+        "shown": chat.provider == BIGDATA,  # the options are the Research Agent's
         "options": options,
         "models": MODELS,
         "lists": {name: ", ".join(getattr(options, name)) for name in LIST_OPTIONS},

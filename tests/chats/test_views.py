@@ -7,6 +7,7 @@ from http import HTTPStatus
 
 import pytest
 from django.core.management import call_command
+from django.http import HttpRequest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -129,7 +130,7 @@ def test_ensure_account_creates_admin_once(tmp_path, settings, capsys, monkeypat
     first = capsys.readouterr().out
     password = (tmp_path / "admin-password").read_text().strip()
     assert password in first
-    assert Client().login(username="admin", password=password)
+    assert Client().login(request=HttpRequest(), username="admin", password=password)  # axes
     call_command("ensure_account")
     second = capsys.readouterr().out
     assert password not in second

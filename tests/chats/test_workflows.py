@@ -189,7 +189,7 @@ async def test_a_resume_that_goes_on_from_where_it_was_is_kept_whole(web, user, 
 
 async def test_a_stall_resumes_too(web, user, settings, upstream):
     settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
-    settings.AGENT_IDLE_TIMEOUT = 0.5
+    settings.AGENT_IDLE_TIMEOUT = 2.0
     events = answer_stream("Fine.", pieces=1)
     upstream.queue(
         Reply(body=[delta(events[0]), Stall()]),

@@ -8,9 +8,10 @@ and `chats.agent.client`. `render_stream --provider NAME` reads a saved body wit
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from importlib import import_module
+from typing import Any, Protocol
 
 from ..events import AgentEvent
 from ..sse import StreamAdapter
@@ -70,7 +71,143 @@ class StreamFormat:
 def stream_formats() -> dict[str, StreamFormat]:
     """Return the wire format of every provider, by the name `--provider` takes."""
     from ..bigdata import BigdataAdapter
+    from .anthropic import AnthropicAdapter
+    from .gemini import GeminiAdapter
+    from .llm_sdk import LlmSdkAdapter
+    from .responses import ResponsesAdapter
 
     return {
         "bigdata": StreamFormat(BigdataAdapter),
+        "gemini": StreamFormat(GeminiAdapter),
+        "xai": StreamFormat(lambda: ResponsesAdapter("xai")),
+        "openai": StreamFormat(lambda: ResponsesAdapter("openai")),
+        "anthropic": StreamFormat(AnthropicAdapter),
+        "llm-sdk": StreamFormat(LlmSdkAdapter, json_lines=True),
     }
+
+
+# --- the agents a chat can be asked of ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """One agent the "Agent" select offers: its label, its client and where its settings are."""
+
+    name: str
+    label: str
+    module: str  # chats.agent.providers.<module>, imported when first used (SDKs are heavy)
+    client: str
+    config: str  # a function of that module returning its ProviderConfig (or None)
+
+    def settings(self) -> ProviderConfig | None:
+        """Return the provider's settings when it is configured (a key, or llm-sdk's URL)."""
+        config = getattr(import_module(f"{__name__}.{self.module}"), self.config)()
+        if config is None or not (config.api_key or (self.name == "llm-sdk" and config.base_url)):
+            return None
+        return config
+
+
+BIGDATA = "bigdata"
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider("gemini", "Google Gemini", "gemini", "GeminiClient", "config_from_settings"),
+        Provider("xai", "xAI Grok", "responses", "XaiClient", "xai_config"),
+        Provider("openai", "OpenAI", "responses", "OpenAIClient", "openai_config"),
+        Provider(
+            "anthropic", "Anthropic Claude", "anthropic", "AnthropicClient", "anthropic_config"
+        ),
+        Provider("llm-sdk", "llm-sdk agent", "llm_sdk", "LlmSdkClient", "config_from_settings"),
+    )
+}
+
+
+def agent_choices() -> list[tuple[str, str]]:
+    """Return (name, label) of every agent this site can ask now, the Bigdata agent first.
+
+    The Research Agent is always offered: with no BIGDATA_API_KEY the built-in demo answers.
+    """
+    from django.conf import settings
+
+    bigdata = "Bigdata Research Agent" + ("" if settings.BIGDATA_API_KEY else " (demo)")
+    return [(BIGDATA, bigdata)] + [
+        (p.name, p.label) for p in PROVIDERS.values() if p.settings() is not None
+    ]
+
+
+def agent_label(agent: str) -> str:
+    """Return the name the page shows for a chat's agent, configured or not."""
+    if agent == BIGDATA:
+        return dict(agent_choices())[BIGDATA]
+    return PROVIDERS[agent].label if agent in PROVIDERS else agent
+
+
+def default_agent() -> str:
+    """Return DEFAULT_AGENT when it is configured, else the Research Agent."""
+    from django.conf import settings
+
+    wanted = settings.DEFAULT_AGENT
+    return wanted if wanted in dict(agent_choices()) else BIGDATA
+
+
+def open_stream(
+    agent: str, request: Any, *, on_retry: Callable[[str, float], Awaitable[None]] | None = None
+) -> ProviderStream:
+    """Return the run of `request` against `agent` (an AgentRequest for the Research Agent,
+    a ProviderRequest for the others)."""
+    if agent == BIGDATA:
+        from ..client import AgentStream
+
+        return AgentStream(request, bigdata_settings(), on_retry=on_retry)
+    provider = PROVIDERS.get(agent)
+    config = provider.settings() if provider else None
+    if provider is None or config is None:
+        return _Unconfigured(provider.label if provider else agent)
+    client = getattr(import_module(f"{__name__}.{provider.module}"), provider.client)
+    return client(request, config, on_retry=on_retry)
+
+
+class _Unconfigured:
+    """The run of a chat whose agent this site no longer has a key for: it fails at once."""
+
+    malformed_lines = 0
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        from ..client import AgentError
+
+        raise AgentError(
+            f"{self.label} is not configured on this site any more, so this chat cannot"
+            " continue. Start a new chat with another agent.",
+            kind="http",
+        )
+        yield  # an async generator, like every other stream
+
+
+def bigdata_settings():
+    """Return the Research Agent's connection settings (the demo's token when no key is set)."""
+    from django.conf import settings
+
+    from ..client import AgentSettings
+
+    return AgentSettings(
+        url=settings.RESEARCH_AGENT_URL,
+        api_key=settings.BIGDATA_API_KEY or settings.DEMO_AGENT_TOKEN,
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+def preload_sdks() -> None:
+    """Import the SDKs of configured providers (at start-up: google-genai alone takes ~3 s,
+    which would otherwise stall the event loop on a chat's first question)."""
+    for provider in PROVIDERS.values():
+        if provider.settings() is not None:
+            import_module(f"{__name__}.{provider.module}")
+            if provider.name == "gemini":
+                from .gemini import load_sdk
+
+                load_sdk()

@@ -55,3 +55,17 @@ def test_unknown_types_keep_their_fields():
 @pytest.mark.parametrize("data", [None, [], {}, {"type": ""}, {"type": 3}])
 def test_what_is_not_an_event_reads_as_none(data):
     assert event_from_data(data) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "COMPLETE", "consumption": 5},
+        {"type": "PLANNING", "plan": {"steps": "abc"}},
+        {"type": "GROUNDING", "citations": 3},
+        {"type": "AUDIT", "tool_calls": {"a": 1}},
+        {"type": "GROUNDING", "citations": [{"audit_ids": 7, "passages": "x", "start": 0}]},
+    ],
+)
+def test_fields_of_the_wrong_shape_read_as_empty(data):
+    assert event_from_data(data) is not None

@@ -1,0 +1,380 @@
+"""Anthropic: the Messages API stream (`stream: true`) → typed events, and its client.
+
+The wire (notes/PROTOCOL.md): `message_start`, then per content block `content_block_start`,
+`content_block_delta` (`text_delta`, `citations_delta`, `input_json_delta`),
+`content_block_stop`; then `message_delta` (stop reason, usage), `message_stop`; or `error`.
+A text block that carries citations is the cited span (its whole text), so its citations are
+emitted when the block stops, marker at its end. Citation offsets (`start_char_index`...)
+point into the source, not the answer: they are kept as evidence, never as answer offsets.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from typing import Any
+
+import anthropic
+
+from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.sources import bounded_key, date_from_value, http_url, one_line, url_host
+
+from ..events import (
+    ActionEvent,
+    AgentEvent,
+    AnswerEvent,
+    AuditEvent,
+    CompleteEvent,
+    ErrorEvent,
+    GroundingEvent,
+    ToolErrorEvent,
+)
+from ..sse import StreamMessage
+from . import ProviderConfig
+from .sdk import SdkStream
+
+DOCUMENT_LOCATIONS = frozenset(
+    {"char_location", "page_location", "content_block_location", "search_result_location"}
+)
+CUT_SHORT = "Anthropic stopped the answer at its output token limit, so it is cut short."
+ERROR_MESSAGES = {
+    "overloaded_error": "Anthropic is overloaded right now; try again in a moment.",
+    "rate_limit_error": "Anthropic is rate limiting requests; try again in a moment.",
+    "api_error": "Anthropic had an internal error.",
+    "authentication_error": "Anthropic did not accept the API key (check ANTHROPIC_API_KEY).",
+    "permission_error": "The Anthropic API key is not allowed to make this request.",
+}
+
+
+@dataclass
+class _Block:
+    type: str
+    start: int  # answer offset where a text block begins
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    has_citations: bool = False
+    tool_id: str = ""
+    tool_name: str = ""
+    input: Any = None
+    input_json: list[str] = field(default_factory=list)
+
+
+class AnthropicAdapter:
+    """One Messages API response."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Block] = {}
+        self._answer_length = 0
+        self._queries: dict[str, str] = {}  # server_tool_use id → its search query
+        self._message_id = ""
+        self._model = ""
+        self._usage: dict[str, Any] = {}
+        self._stop_reason = ""
+        self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the message stopped or failed: a stream that ends before was cut."""
+        return self._finished
+
+    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
+        document = message.document
+        if not isinstance(document, dict):
+            return None
+        kind = document.get("type") or message.event
+        if not isinstance(kind, str) or not kind:
+            return None
+        if self._finished:
+            return []
+        events = self._events(kind, document)
+        if events is None:
+            return None
+        return [replace(event, raw=message.text) for event in events]
+
+    def close(self) -> list[AgentEvent]:
+        return []  # text is emitted as it arrives; a stream without message_stop was cut
+
+    def _events(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
+        match kind:
+            case "message_start":
+                started = _dict(document.get("message"))
+                self._message_id = str(started.get("id") or "")
+                self._model = str(started.get("model") or "")
+                self._usage.update(_dict(started.get("usage")))
+                return []
+            case "content_block_start":
+                index, block = document.get("index"), document.get("content_block")
+                if not _is_int(index) or not isinstance(block, dict):
+                    return None
+                return self._block_start(index, block)
+            case "content_block_delta":
+                block = self._blocks.get(document.get("index"))  # type: ignore[arg-type]
+                delta = document.get("delta")
+                if block is None or not isinstance(delta, dict):
+                    return None
+                return self._block_delta(block, delta)
+            case "content_block_stop":
+                block = self._blocks.pop(document.get("index"), None)  # type: ignore[arg-type]
+                return self._block_stop(block) if block is not None else []
+            case "message_delta":
+                self._stop_reason = str(_dict(document.get("delta")).get("stop_reason") or "")
+                self._usage.update(_dict(document.get("usage")))
+                return []
+            case "message_stop":
+                return self._stop()
+            case "error":
+                self._finished = True
+                error = _dict(document.get("error"))
+                detail = one_line(error.get("message"))
+                message = ERROR_MESSAGES.get(error.get("type")) or (
+                    f"Anthropic reported an error: {detail}"[:500]
+                    if detail
+                    else "Anthropic reported an error."
+                )
+                return [ErrorEvent(error=message)]
+        return []  # ping and future types
+
+    def _block_start(self, index: int, data: dict[str, Any]) -> list[AgentEvent]:
+        kind = str(data.get("type") or "")
+        block = _Block(type=kind, start=self._answer_length)
+        self._blocks[index] = block
+        events: list[AgentEvent] = []
+        if kind == "text":
+            block.has_citations = isinstance(data.get("citations"), list)
+            block.citations.extend(c for c in data.get("citations") or () if isinstance(c, dict))
+            if isinstance(data.get("text"), str) and data["text"]:
+                events.append(self._text(data["text"]))
+        elif kind == "server_tool_use":
+            block.tool_id = str(data.get("id") or "")
+            block.tool_name = str(data.get("name") or "")
+            block.input = data.get("input") or None
+        elif kind == "web_search_tool_result":
+            events.extend(self._search_result(data))
+        return events
+
+    def _block_delta(self, block: _Block, delta: dict[str, Any]) -> list[AgentEvent] | None:
+        match delta.get("type"):
+            case "text_delta":
+                text = delta.get("text")
+                if not isinstance(text, str):
+                    return None
+                return [self._text(text)] if text else []
+            case "citations_delta":
+                citation = delta.get("citation")
+                if not isinstance(citation, dict):
+                    return None
+                block.citations.append(citation)
+            case "input_json_delta":
+                if isinstance(delta.get("partial_json"), str):
+                    block.input_json.append(delta["partial_json"])
+        return []
+
+    def _block_stop(self, block: _Block) -> list[AgentEvent]:
+        if block.type == "text" and block.citations:
+            end = self._answer_length
+            return [
+                GroundingEvent(
+                    citations=tuple(_citation(c, block.start, end) for c in block.citations)
+                )
+            ]
+        if block.type == "server_tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            if block.input_json:
+                try:
+                    arguments = json.loads("".join(block.input_json))
+                except ValueError:
+                    arguments = {}
+            query = one_line(_dict(arguments).get("query"))
+            if query:
+                self._queries[block.tool_id] = query
+            if block.tool_name and query:
+                return [ActionEvent(tool_name=block.tool_name, tool_arguments={"query": query})]
+        return []
+
+    def _text(self, text: str) -> AnswerEvent:
+        self._answer_length += len(text)
+        return AnswerEvent(content=text)
+
+    def _search_result(self, data: dict[str, Any]) -> list[AgentEvent]:
+        tool_id = str(data.get("tool_use_id") or "")
+        content = data.get("content")
+        if isinstance(content, dict):  # web_search_tool_result_error
+            code = one_line(content.get("error_code")) or "error"
+            return [ToolErrorEvent(tool_name="web_search", error=f"Web search failed: {code}")]
+        results = tuple(
+            _web_source(r.get("url"), r.get("title"), _page_date(r.get("page_age")), r)
+            for r in content or ()
+            if isinstance(r, dict)
+        )
+        call = ToolCall(
+            tool_id=tool_id,
+            kind="web_search",
+            title=self._queries.get(tool_id, ""),
+            results=tuple(r for r in results if r is not None),
+            data=data,
+        )
+        return [AuditEvent(tool_calls=(call,))]
+
+    def _stop(self) -> list[AgentEvent]:
+        self._finished = True
+        if self._stop_reason == "refusal":
+            return [ErrorEvent(error="Claude declined to answer this request (a safety refusal).")]
+        if self._stop_reason == "max_tokens":
+            return [ErrorEvent(error=CUT_SHORT)]
+        usage = self._usage
+        consumption = (
+            (
+                {
+                    "type": self._model or "anthropic",
+                    "input_tokens": usage.get("input_tokens") or 0,
+                    "output_tokens": usage.get("output_tokens") or 0,
+                    "cached_tokens": usage.get("cache_read_input_tokens") or 0,
+                },
+            )
+            if usage
+            else ()
+        )
+        # No checkpoint: Anthropic keeps no conversation, so a follow-up sends the history.
+        return [CompleteEvent(consumption=consumption)]
+
+
+def _citation(data: dict[str, Any], start: int, end: int) -> Citation:
+    """One `citations[]` entry of a text block: the block's span, and where it came from."""
+    cited_text = data.get("cited_text")
+    passages = (Passage(text=cited_text),) if isinstance(cited_text, str) and cited_text else ()
+    kind = data.get("type")
+    if kind == "web_search_result_location":
+        source = _web_source(data.get("url"), data.get("title"), None, data)
+    elif kind in DOCUMENT_LOCATIONS:
+        source = _document_source(data)
+    else:
+        source = None
+    problem = "" if source is not None else f"unreadable citation of type {kind!r}"
+    return Citation(
+        start=start, end=end, source=source, passages=passages, problem=problem, data=data
+    )
+
+
+def _web_source(
+    url: Any, title: Any, published_on: date | None, data: Any
+) -> SourceDocument | None:
+    link = http_url(url)
+    key = bounded_key("url", link or url)
+    if key is None:
+        return None
+    headline = one_line(title)
+    return SourceDocument(
+        key=key,
+        type="WEB",
+        name=headline or url_host(link) or "Source",
+        headline=headline,
+        url=link,
+        published_on=published_on,
+        data={k: v for k, v in data.items() if k not in {"encrypted_index", "encrypted_content"}},
+    )
+
+
+def _document_source(data: dict[str, Any]) -> SourceDocument | None:
+    """A document the request supplied: no URL, named by its title and index."""
+    title = one_line(data.get("document_title")) or one_line(data.get("title"))
+    index = data.get("document_index")
+    if not _is_int(index):
+        index = data.get("search_result_index")
+    index = index if _is_int(index) else ""
+    key = bounded_key("document", f"{index}:{title}")
+    if key is None:
+        return None
+    return SourceDocument(
+        key=key,
+        type="DOCUMENT",
+        name=title or (f"Document {index + 1}" if isinstance(index, int) else "Document"),
+        headline=title,
+        data=data,
+    )
+
+
+def _page_date(value: Any) -> date | None:
+    """`page_age` is ISO ("2025-04-30") or written out ("April 30, 2025")."""
+    if found := date_from_value(value):
+        return found
+    if isinstance(value, str):
+        for pattern in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y"):
+            try:
+                return datetime.strptime(value.strip(), pattern).date()
+            except ValueError:
+                continue
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+# --- Client ----------------------------------------------------------------------------------
+
+
+def anthropic_config() -> ProviderConfig:
+    """Anthropic's connection settings (ANTHROPIC_*; timeouts and retries are the agent's)."""
+    from django.conf import settings
+
+    return ProviderConfig(
+        name="anthropic",
+        api_key=settings.ANTHROPIC_API_KEY,
+        base_url=settings.ANTHROPIC_BASE_URL,
+        model=settings.ANTHROPIC_MODEL,
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+class AnthropicClient(SdkStream):
+    """Anthropic's Messages API with its web search tool, through the `anthropic` SDK.
+
+    Anthropic keeps no conversation, so a follow-up or a branch sends the branch's history.
+    """
+
+    provider = "Anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
+    vendor = anthropic
+
+    def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if max_tokens is None:
+            from django.conf import settings
+
+            max_tokens = getattr(settings, "ANTHROPIC_MAX_TOKENS", 4096)
+        self.max_tokens = max_tokens
+
+    def _adapter(self) -> AnthropicAdapter:
+        return AnthropicAdapter()
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self.config.api_key,
+            base_url=self.config.base_url or None,
+            timeout=self._timeout(),
+            max_retries=0,  # we retry, only before the first event (see SdkStream)
+        )
+
+    async def _open(self, client: anthropic.AsyncAnthropic) -> Any:
+        messages: list[dict[str, Any]] = [
+            message
+            for turn in self.request.history
+            for message in (
+                {"role": "user", "content": turn.question},
+                {"role": "assistant", "content": turn.answer},
+            )
+        ]
+        messages.append({"role": "user", "content": self.request.message})
+        return await client.messages.create(
+            model=self.config.model,
+            max_tokens=self.max_tokens,
+            messages=messages,
+            tools=[{"type": "web_search_20250305", "name": "web_search"}],
+            stream=True,
+        )

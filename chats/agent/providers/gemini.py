@@ -1,0 +1,540 @@
+"""Google Gemini with Google Search grounding: its stream → typed events, and the client.
+
+The one place that reads Gemini's `GenerateContentResponse` JSON (seed 003, notes/PROTOCOL.md
+"What each provider's streaming body looks like on the wire"). The answer is the concatenation of
+candidate 0's text parts across chunks; `groundingMetadata` may come on any chunk and is merged;
+segment offsets are UTF-8 **byte** offsets into the answer and become code-point offsets here.
+The live client feeds the official SDK's response objects, dumped back to the wire's camelCase
+JSON, to the same adapter that `render_stream --provider gemini` uses, so both read alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import functools
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.sources import bounded_key, content_key, http_url, one_line, url_host
+
+from ..client import AgentError, RetryNotice, _ssl_context, redact
+from ..events import (
+    ActionEvent,
+    AgentEvent,
+    AnswerEvent,
+    AuditEvent,
+    CompleteEvent,
+    ErrorEvent,
+    GroundingEvent,
+)
+from ..sse import StreamMessage
+from . import ConversationTurn, ProviderConfig, ProviderRequest
+from .attempts import RETRYABLE_STATUS, RetryableFailure, retry_after_seconds, with_retries
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+DEFAULT_MODEL = "gemini-2.5-flash"
+API_VERSION = "v1beta"  # where Google documents Search grounding (the SDK defaults to v1)
+WEB_SEARCH = "web_search"
+
+# finishReason values that end the answer normally; any other is a stop we tell the user about.
+FINISHED = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
+STOP_MESSAGES = {
+    "SAFETY": "Gemini blocked this answer for safety reasons.",
+    "RECITATION": "Gemini stopped this answer because it was reciting a source too closely.",
+    "BLOCKLIST": "Gemini blocked this answer because it contained blocked terms.",
+    "PROHIBITED_CONTENT": "Gemini blocked this answer as prohibited content.",
+    "SPII": "Gemini blocked this answer because it contained sensitive personal information.",
+    "IMAGE_SAFETY": "Gemini blocked this answer for safety reasons.",
+    "LANGUAGE": "Gemini stopped this answer: the language is not supported.",
+}
+PROMPT_BLOCK_MESSAGES = {
+    "SAFETY": "Gemini blocked this question for safety reasons.",
+    "BLOCKLIST": "Gemini blocked this question because it contained blocked terms.",
+    "PROHIBITED_CONTENT": "Gemini blocked this question as prohibited content.",
+    "IMAGE_SAFETY": "Gemini blocked this question for safety reasons.",
+}
+
+
+class GeminiAdapter:
+    """One streamed `generateContent` response → answer chunks, searches, citations, completion.
+
+    Citations, the search audit and completion are emitted at `close()`: grounding metadata may
+    come on any chunk and its byte offsets can only be read against the whole answer. A stream
+    that ends without a finishReason was cut, so it gets no CompleteEvent (the turn ends
+    interrupted, with what arrived and its citations).
+    """
+
+    def __init__(self) -> None:
+        self._answer: list[str] = []
+        self._queries: list[str] = []
+        self._sources: list[dict[str, Any]] = []  # every groundingChunk, in arrival order
+        self._supports: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        self._usage: dict[str, Any] = {}
+        self._model_version = ""
+        self._finish_reason = ""
+        self._failed = False
+
+    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
+        document = message.document
+        if not isinstance(document, dict):
+            return None
+        raw = message.text
+        if isinstance(document.get("error"), dict):  # an error sent mid-stream
+            self._failed = True
+            return [ErrorEvent(error=_error_event_message(document["error"]), raw=raw)]
+        if not any(k in document for k in ("candidates", "promptFeedback", "usageMetadata")):
+            return None
+        events: list[AgentEvent] = []
+        if isinstance(document.get("usageMetadata"), dict):
+            self._usage = document["usageMetadata"]  # cumulative: the last one is the total
+        if isinstance(document.get("modelVersion"), str):
+            self._model_version = document["modelVersion"]
+        candidate = _first_candidate(document.get("candidates"))
+        text = _answer_text(candidate)
+        if text:
+            self._answer.append(text)
+            events.append(AnswerEvent(content=text, raw=raw))
+        metadata = candidate.get("groundingMetadata")
+        if isinstance(metadata, dict):
+            events.extend(self._merge_metadata(metadata, raw))
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str) and reason:
+            self._finish_reason = reason
+            if reason not in FINISHED and not self._failed:
+                self._failed = True
+                message_text = STOP_MESSAGES.get(reason, f"Gemini stopped this answer ({reason}).")
+                events.append(ErrorEvent(error=message_text, raw=raw))
+        feedback = document.get("promptFeedback")
+        block = feedback.get("blockReason") if isinstance(feedback, dict) else None
+        if isinstance(block, str) and block and not self._failed:
+            self._failed = True
+            events.append(
+                ErrorEvent(
+                    error=PROMPT_BLOCK_MESSAGES.get(
+                        block, f"Gemini refused this question ({block})."
+                    ),
+                    raw=raw,
+                )
+            )
+        return events
+
+    def close(self) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        if self._queries:
+            events.append(
+                AuditEvent(
+                    tool_calls=tuple(
+                        ToolCall(
+                            tool_id=f"{WEB_SEARCH}-{n}",
+                            kind=WEB_SEARCH,
+                            title=one_line(query),
+                            data={"query": query},
+                        )
+                        for n, query in enumerate(self._queries, start=1)
+                    )
+                )
+            )
+        citations = self._citations()
+        if citations:
+            events.append(GroundingEvent(citations=tuple(citations)))
+        if self._finish_reason and not self._failed:
+            events.append(CompleteEvent(consumption=self._consumption()))
+        return events
+
+    # --- grounding ------------------------------------------------------------------------
+
+    def _merge_metadata(self, metadata: dict[str, Any], raw: str) -> list[AgentEvent]:
+        """Take a chunk's queries, sources and supports; announce new searches at once.
+
+        A chunk's supports index that chunk's own `groundingChunks` when it sends some, else
+        every chunk received so far (metadata split across chunks).
+        """
+        events: list[AgentEvent] = []
+        for query in _list(metadata.get("webSearchQueries")):
+            if isinstance(query, str) and query.strip() and query not in self._queries:
+                self._queries.append(query)
+                events.append(
+                    ActionEvent(tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw)
+                )
+        chunks = [c if isinstance(c, dict) else {} for c in _list(metadata.get("groundingChunks"))]
+        self._sources.extend(chunks)
+        indexable = chunks or list(self._sources)
+        for support in _list(metadata.get("groundingSupports")):
+            if isinstance(support, dict):
+                self._supports.append((support, indexable))
+        return events
+
+    def _citations(self) -> list[Citation]:
+        answer = "".join(self._answer)
+        offsets = _CodePointOffsets(answer)
+        citations: list[Citation] = []
+        seen: set[tuple[Any, ...]] = set()
+        for support, chunks in self._supports:
+            for citation in _support_citations(support, chunks, offsets):
+                key = (
+                    citation.start,
+                    citation.end,
+                    citation.source.key if citation.source else citation.problem,
+                )
+                if key not in seen:  # the same support repeated on a later chunk
+                    seen.add(key)
+                    citations.append(citation)
+        return citations
+
+    def _consumption(self) -> tuple[dict[str, Any], ...]:
+        if not self._usage:
+            return ()
+        usage = self._usage
+        tier: dict[str, Any] = {
+            "type": self._model_version or "gemini",
+            "input_tokens": _count(usage.get("promptTokenCount")),
+            "output_tokens": _count(usage.get("candidatesTokenCount")),
+            "cached_tokens": _count(usage.get("cachedContentTokenCount")),
+        }
+        if "thoughtsTokenCount" in usage:
+            tier["reasoning_tokens"] = _count(usage.get("thoughtsTokenCount"))
+        return (tier,)
+
+
+class _CodePointOffsets:
+    """Convert UTF-8 byte offsets into the answer to code-point offsets.
+
+    An offset inside a multibyte character (Gemini should never send one) snaps forward to the
+    next character boundary, so a span never splits a character and a marker never lands
+    inside one. An offset past the end stays past the end, for the resolver to refuse.
+    """
+
+    def __init__(self, answer: str) -> None:
+        self._starts: list[int] = []  # byte offset where each code point starts
+        position = 0
+        for char in answer:
+            self._starts.append(position)
+            position += len(char.encode("utf-8", "surrogatepass"))
+        self._length = position
+        self._chars = len(answer)
+
+    def __call__(self, byte_offset: int) -> int:
+        if byte_offset > self._length:
+            return self._chars + (byte_offset - self._length)
+        return bisect.bisect_left(self._starts, byte_offset)
+
+
+def _support_citations(
+    support: dict[str, Any], chunks: list[dict[str, Any]], offsets: _CodePointOffsets
+) -> list[Citation]:
+    """One Citation per index in `groundingChunkIndices`, all citing the support's segment."""
+    segment = support.get("segment") if isinstance(support.get("segment"), dict) else {}
+    part = segment.get("partIndex", 0)
+    start_byte = segment.get("startIndex", 0)  # omitted when 0 (proto3 JSON)
+    end_byte = segment.get("endIndex")
+    problem = ""
+    if not _is_count(start_byte) or not _is_count(end_byte):
+        problem = "segment offsets are not integers"
+    elif part not in (0, None):
+        # Streamed answers are one text part; a later part is not something we can place.
+        problem = f"segment is in part {part}; only part 0 is the answer"
+    start = offsets(start_byte) if not problem else None
+    end = offsets(end_byte) if not problem else None
+    segment_text = segment.get("text")
+    indices = support.get("groundingChunkIndices")
+    scores = support.get("confidenceScores")
+    scores = scores if isinstance(scores, list) else []
+    citations = []
+    for position, index in enumerate(indices if isinstance(indices, list) else []):
+        score = scores[position] if position < len(scores) else None
+        is_number = isinstance(score, int | float) and not isinstance(score, bool)
+        relevance = score if is_number else None
+        valid_index = _is_count(index) and index < len(chunks)
+        source = grounding_source(chunks[index]) if valid_index else None
+        passages = (
+            (Passage(text=segment_text, relevance=relevance),)
+            if isinstance(segment_text, str) and segment_text.strip()
+            else ()
+        )
+        citations.append(
+            Citation(
+                start=start,
+                end=end,
+                source=source,
+                passages=passages,
+                problem=problem or ("" if valid_index else f"no grounding chunk {index!r}"),
+                data={
+                    "segment": segment,
+                    "grounding_chunk_index": index,
+                    "byte_start": start_byte,
+                    "byte_end": end_byte,
+                },
+            )
+        )
+    return citations
+
+
+def grounding_source(chunk: dict[str, Any]) -> SourceDocument:
+    """Return a `groundingChunks[]` entry (`web` or `retrievedContext`) as a source."""
+    web = chunk.get("web") if isinstance(chunk.get("web"), dict) else None
+    detail = web or (
+        chunk.get("retrievedContext") if isinstance(chunk.get("retrievedContext"), dict) else {}
+    )
+    raw_url = detail.get("uri") if isinstance(detail.get("uri"), str) else ""
+    url = http_url(raw_url)
+    title = one_line(detail.get("title"))
+    return SourceDocument(
+        key=bounded_key("url", raw_url) or bounded_key("title", title) or content_key(chunk),
+        type="WEB" if web is not None else "DOCUMENT",
+        name=title or url_host(url) or one_line(detail.get("domain")) or "Source",
+        url=url,
+        data=chunk,
+    )
+
+
+def _first_candidate(candidates: Any) -> dict[str, Any]:
+    """Candidate 0: the one whose `index` is 0 (omitted when 0)."""
+    for candidate in candidates if isinstance(candidates, list) else []:
+        if isinstance(candidate, dict) and candidate.get("index", 0) == 0:
+            return candidate
+    return {}
+
+
+def _answer_text(candidate: dict[str, Any]) -> str:
+    """The chunk's text parts, skipping the model's thoughts (not part of the answer)."""
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return "".join(
+        part["text"]
+        for part in (parts if isinstance(parts, list) else [])
+        if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
+    )
+
+
+def _error_event_message(error: dict[str, Any]) -> str:
+    detail = redact(str(error.get("message") or error.get("status") or ""))
+    return f"Gemini reported an error: {detail}" if detail else "Gemini reported an error."
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _count(value: Any) -> int:
+    return value if _is_count(value) else 0
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+def config_from_settings() -> ProviderConfig | None:
+    """Return Gemini's connection settings, or None when GEMINI_API_KEY is not set."""
+    from django.conf import settings
+
+    if not getattr(settings, "GEMINI_API_KEY", ""):
+        return None
+    return ProviderConfig(
+        name="gemini",
+        api_key=settings.GEMINI_API_KEY,
+        base_url=settings.GEMINI_BASE_URL or DEFAULT_BASE_URL,
+        model=settings.GEMINI_MODEL or DEFAULT_MODEL,
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+def request_contents(request: ProviderRequest) -> list[dict[str, Any]]:
+    """The branch's history as alternating user/model contents, then the new question.
+
+    Gemini keeps no conversation on its side, so every follow-up resends the branch.
+    """
+    contents: list[dict[str, Any]] = []
+    for turn in request.history:
+        contents.extend(_turn_contents(turn))
+    contents.append({"role": "user", "parts": [{"text": request.message}]})
+    return contents
+
+
+def _turn_contents(turn: ConversationTurn) -> list[dict[str, Any]]:
+    contents = [{"role": "user", "parts": [{"text": turn.question}]}]
+    if turn.answer:
+        contents.append({"role": "model", "parts": [{"text": turn.answer}]})
+    return contents
+
+
+class GeminiClient:
+    """One streamed, search-grounded answer from Gemini through the official google-genai SDK.
+
+    The SDK is given our own httpx client, so that connect and idle timeouts, TLS and errors are
+    the same as the Bigdata client's; its own retries are off, since we retry only before the
+    first event.
+    """
+
+    def __init__(
+        self,
+        request: ProviderRequest,
+        config: ProviderConfig,
+        *,
+        on_retry: RetryNotice | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.request = request
+        self.config = config
+        self.malformed_lines = 0
+        self._on_retry = on_retry
+        self._transport = transport
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        return with_retries(
+            self._attempt, max_retries=self.config.max_retries, on_retry=self._on_retry
+        )
+
+    async def _attempt(self) -> AsyncIterator[AgentEvent]:
+        genai, errors, types = await asyncio.to_thread(load_sdk)
+
+        timeout = httpx.Timeout(
+            connect=self.config.connect_timeout,
+            read=self.config.idle_timeout,
+            write=10.0,
+            pool=10.0,
+        )
+        adapter = GeminiAdapter()
+        transport = _FixedTimeouts(
+            self._transport or httpx.AsyncHTTPTransport(verify=_ssl_context()), timeout
+        )
+        async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
+            client = genai.Client(
+                api_key=self.config.api_key,
+                http_options=types.HttpOptions(
+                    base_url=self.config.base_url or DEFAULT_BASE_URL,
+                    api_version=API_VERSION,
+                    httpx_async_client=http,
+                ),
+            )
+            config = types.GenerateContentConfig(
+                tools=[types.Tool(google_search=types.GoogleSearch())],
+                # No function tools are declared; this also silences the SDK's per-call notice.
+                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            )
+            started = False
+            try:
+                stream = await client.aio.models.generate_content_stream(
+                    model=self.config.model or DEFAULT_MODEL,
+                    contents=request_contents(self.request),
+                    config=config,
+                )
+                async for response in stream:
+                    document = response_document(response)
+                    text = json.dumps(document, ensure_ascii=False)
+                    events = adapter.feed(StreamMessage(event="", document=document, text=text))
+                    if events is None:
+                        self.malformed_lines += 1
+                        continue
+                    for event in events:
+                        started = True
+                        yield event
+            except errors.APIError as error:
+                raise self._api_error(error, started) from None
+            except httpx.ConnectError:
+                logger.warning("Gemini connect failed")
+                raise RetryableFailure(
+                    AgentError(f"Could not reach Gemini at {self._host()}.", kind="unreachable")
+                ) from None
+            except httpx.ConnectTimeout:
+                raise RetryableFailure(
+                    AgentError(
+                        f"Gemini at {self._host()} did not answer within "
+                        f"{self.config.connect_timeout:g} s.",
+                        kind="unreachable",
+                    )
+                ) from None
+            except httpx.ReadTimeout:
+                raise AgentError(
+                    f"Gemini sent nothing for {self.config.idle_timeout:g} s, "
+                    "so the answer was cut off.",
+                    kind="stalled",
+                ) from None
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                if started:
+                    raise AgentError(
+                        "The connection to Gemini dropped mid-answer.", kind="dropped"
+                    ) from None
+                raise RetryableFailure(
+                    AgentError(
+                        "The connection to Gemini dropped before it answered.", kind="dropped"
+                    )
+                ) from None
+            for event in adapter.close():
+                yield event
+
+    def _api_error(self, error: Any, started: bool) -> Exception:
+        """Map the SDK's APIError (Google's error JSON) to the user's message."""
+        status = int(error.code or 0)
+        detail = redact(str(error.message or error.status or ""), self.config.api_key)
+        body = redact(json.dumps(error.details, default=str), self.config.api_key)
+        bad_key = status in {401, 403} or (
+            status == 400 and ("API_KEY_INVALID" in body or "API key not valid" in body)
+        )
+        if bad_key:
+            message = "Gemini did not accept the API key (check GEMINI_API_KEY)."
+        elif status == 404:
+            message = f"Gemini could not find the model (check GEMINI_MODEL): {detail}."
+        elif status == 429:
+            message = f"Gemini is rate limiting requests; retried and gave up: {detail}."
+        elif status == 400:
+            message = f"Gemini rejected the request: {detail}."
+        else:
+            message = f"Gemini failed (HTTP {status}): {detail}."
+        agent_error = AgentError(message.replace(": .", "."), kind="http", status=status)
+        if started or status not in RETRYABLE_STATUS:
+            return agent_error
+        response = getattr(error, "response", None)
+        headers = getattr(response, "headers", None)
+        return RetryableFailure(agent_error, retry_after_seconds(headers))
+
+    def _host(self) -> str:
+        base = self.config.base_url or DEFAULT_BASE_URL
+        return urlsplit(base).netloc or base
+
+
+@functools.cache
+def load_sdk() -> tuple[Any, Any, Any]:
+    """Import google-genai once: 2-3 s of CPU. Runs call it in a thread, which still leaves the
+    loop ~1.5 s behind on first use (the import holds the GIL), so a process serving Gemini
+    should call it at startup."""
+    from google import genai
+    from google.genai import errors, types
+
+    return genai, errors, types
+
+
+class _FixedTimeouts(httpx.AsyncBaseTransport):
+    """Apply our timeouts to every request: the SDK passes `timeout=None` (none at all) per call,
+    which would let a silent stream hang forever instead of ending as stalled."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, timeout: httpx.Timeout) -> None:
+        self._inner = inner
+        self._timeout = timeout.as_dict()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.extensions["timeout"] = self._timeout
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def response_document(response: Any) -> dict[str, Any]:
+    """Return an SDK `GenerateContentResponse` as the wire's JSON (camelCase, no nulls)."""
+    document = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+    document.pop("sdkHttpResponse", None)
+    return document

@@ -1,0 +1,361 @@
+"""An agent built on llm-sdk (hoangvvo/llm-sdk): its stream → typed events, and the client.
+
+The one place that reads llm-sdk's `PartialModelResponse` lines (seed 001, notes/PROTOCOL.md):
+`{"delta": {"index": N, "part": {...}}}` and `{"usage": {...}}`, one per JSON line or SSE
+`data:` line. Deltas merge per part index as llm-sdk's `StreamAccumulator` does: text is
+appended, each `citation` appended to that part's list, and a text part's citations cite that
+part's whole text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from citations.references import Citation, Passage, SourceDocument
+from citations.sources import bounded_key, content_key, http_url, one_line, url_host
+
+from ..client import AgentError, RetryNotice, _ssl_context, redact
+from ..events import (
+    AgentEvent,
+    AnswerEvent,
+    CompleteEvent,
+    ErrorEvent,
+    GroundingEvent,
+    ThinkingEvent,
+)
+from ..sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
+from . import ProviderConfig, ProviderRequest
+from .attempts import RETRYABLE_STATUS, RetryableFailure, retry_after_seconds, with_retries
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _TextPart:
+    runs: list[list[int]] = field(default_factory=list)  # [start, end) spans in the answer
+    citations: list[dict[str, Any]] = field(default_factory=list)
+
+
+class LlmSdkAdapter:
+    """One llm-sdk response stream → answer chunks, citations and completion with usage.
+
+    Text is shown as it arrives, so the answer is the text deltas in arrival order. Agents send
+    a part's deltas together and parts in index order, and then this is exactly the
+    StreamAccumulator's index-ordered text. If deltas of two text parts interleave anyway, each
+    contiguous run of a part's text is cited (markers after each run), since text already shown
+    cannot be moved. The stream has no end message: its clean end completes the answer.
+    """
+
+    def __init__(self, model: str = "") -> None:
+        self.model = model
+        self._parts: dict[int, _TextPart] = {}
+        self._kinds: dict[int, str] = {}
+        self._answer_length = 0
+        self._last_text_index: int | None = None
+        self._usage: dict[str, int] = {}
+        self._failed = False
+
+    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
+        document = message.document
+        if not isinstance(document, dict):
+            return None
+        raw = message.text
+        if "error" in document and "delta" not in document:
+            self._failed = True
+            return [ErrorEvent(error=_error_message(document["error"]), raw=raw)]
+        if "delta" not in document and "usage" not in document:
+            return None
+        events: list[AgentEvent] = []
+        delta = document.get("delta")
+        if isinstance(delta, dict):
+            events.extend(self._delta(delta, raw))
+        usage = document.get("usage")
+        if isinstance(usage, dict):
+            for name, value in usage.items():  # summed, as the accumulator does
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self._usage[name] = self._usage.get(name, 0) + value
+        return events
+
+    def _delta(self, delta: dict[str, Any], raw: str) -> list[AgentEvent]:
+        index, part = delta.get("index"), delta.get("part")
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(part, dict):
+            return []
+        kind = part.get("type")
+        if self._kinds.setdefault(index, str(kind)) != kind:
+            # llm-sdk refuses a delta whose type differs from its part's: skip it likewise.
+            logger.debug("llm-sdk delta of type %r for a %r part", kind, self._kinds[index])
+            return []
+        text = part.get("text") if isinstance(part.get("text"), str) else ""
+        if kind == "reasoning":
+            return [ThinkingEvent(content=text, raw=raw)] if text else []
+        if kind != "text":
+            return []  # tool calls, images, audio: not part of the answer
+        state = self._parts.setdefault(index, _TextPart())
+        if isinstance(part.get("citation"), dict):
+            state.citations.append(part["citation"])
+        if not text:
+            return []
+        end = self._answer_length + len(text)
+        continues = state.runs and state.runs[-1][1] == self._answer_length
+        if self._last_text_index == index and continues:
+            state.runs[-1][1] = end
+        else:
+            state.runs.append([self._answer_length, end])
+        self._answer_length = end
+        self._last_text_index = index
+        return [AnswerEvent(content=text, raw=raw)]
+
+    def close(self) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        citations = [
+            citation
+            for index in sorted(self._parts)
+            for citation in _part_citations(index, self._parts[index])
+        ]
+        if citations:
+            events.append(GroundingEvent(citations=tuple(citations)))
+        if not self._failed:
+            consumption = ({"type": self.model or "llm-sdk", **self._usage},) if self._usage else ()
+            events.append(CompleteEvent(consumption=consumption))
+        return events
+
+
+def _part_citations(index: int, part: _TextPart) -> list[Citation]:
+    runs = part.runs or [[None, None]]  # a cited part with no text: refused by the resolver
+    return [
+        citation_of(data, start=start, end=end, part_index=index)
+        for data in part.citations
+        for start, end in runs
+    ]
+
+
+def citation_of(data: dict[str, Any], *, start: int | None, end: int | None, part_index: int):
+    """Return one llm-sdk `Citation` as ours: the part's text is the claim."""
+    source = data.get("source")
+    cited_text = data.get("cited_text")
+    return Citation(
+        start=start,
+        end=end,
+        source=source_document(data) if isinstance(source, str) and source.strip() else None,
+        passages=(
+            (Passage(text=cited_text),)
+            if isinstance(cited_text, str) and cited_text.strip()
+            else ()
+        ),
+        problem="" if isinstance(source, str) and source.strip() else "citation has no source",
+        # start_index/end_index index the source document: kept as evidence, not placed.
+        data={**data, "part_index": part_index},
+    )
+
+
+def source_document(citation: dict[str, Any]) -> SourceDocument:
+    """The cited document: `source` (a URL or an identifier) is its key, `title` its name."""
+    source = citation["source"].strip()
+    url = http_url(source)
+    title = one_line(citation.get("title"))
+    return SourceDocument(
+        key=(bounded_key("url", source) if url else bounded_key("source", source))
+        or content_key(source),
+        type="WEB" if url else "DOCUMENT",
+        name=title or url_host(url) or one_line(source) or "Source",
+        headline=title,
+        url=url,
+        data={key: citation.get(key) for key in ("source", "title") if key in citation},
+    )
+
+
+def _error_message(error: Any) -> str:
+    detail = error.get("message") if isinstance(error, dict) else error
+    detail = redact(str(detail or ""))
+    return (
+        f"The llm-sdk agent reported an error: {detail}"
+        if detail
+        else ("The llm-sdk agent reported an error.")
+    )
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+def config_from_settings() -> ProviderConfig | None:
+    """Return the llm-sdk agent's settings, or None when LLMSDK_AGENT_URL is not set."""
+    from django.conf import settings
+
+    if not getattr(settings, "LLMSDK_AGENT_URL", ""):
+        return None
+    return ProviderConfig(
+        name="llm-sdk",
+        api_key=settings.LLMSDK_AGENT_TOKEN,
+        base_url=settings.LLMSDK_AGENT_URL,
+        model=settings.LLMSDK_AGENT_MODEL,
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+def request_body(request: ProviderRequest, model: str = "") -> dict[str, Any]:
+    """llm-sdk's `LanguageModelInput` shape: the branch's history, then the new question.
+
+    Each earlier turn is a user message and an assistant message of one text part; `model` is
+    sent only when LLMSDK_AGENT_MODEL names one.
+    """
+    messages: list[dict[str, Any]] = []
+    for turn in request.history:
+        messages.append(_message("user", turn.question))
+        if turn.answer:
+            messages.append(_message("assistant", turn.answer))
+    messages.append(_message("user", request.message))
+    body: dict[str, Any] = {"messages": messages}
+    if model:
+        body["model"] = model
+    return body
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+class LlmSdkClient:
+    """POST the conversation to an llm-sdk agent and read its JSON-lines (or SSE) stream."""
+
+    def __init__(
+        self,
+        request: ProviderRequest,
+        config: ProviderConfig,
+        *,
+        on_retry: RetryNotice | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    ) -> None:
+        self.request = request
+        self.config = config
+        self._on_retry = on_retry
+        self._transport = transport
+        self._max_line_chars = max_line_chars
+        self._malformed_before = 0
+        self._reader: StreamReader | None = None
+
+    @property
+    def malformed_lines(self) -> int:
+        current = self._reader.malformed_lines if self._reader else 0
+        return self._malformed_before + current
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        return with_retries(
+            self._attempt, max_retries=self.config.max_retries, on_retry=self._on_retry
+        )
+
+    async def _attempt(self) -> AsyncIterator[AgentEvent]:
+        if self._reader is not None:
+            self._malformed_before += self._reader.malformed_lines
+        self._reader = reader = StreamReader(
+            LlmSdkAdapter(self.config.model),
+            max_line_chars=self._max_line_chars,
+            json_lines=True,
+        )
+        timeout = httpx.Timeout(
+            connect=self.config.connect_timeout,
+            read=self.config.idle_timeout,
+            write=10.0,
+            pool=10.0,
+        )
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/x-ndjson, text/event-stream",
+        }
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        started = False
+        async with httpx.AsyncClient(
+            timeout=timeout, transport=self._transport, verify=_ssl_context()
+        ) as client:
+            try:
+                async with client.stream(
+                    "POST",
+                    self.config.base_url,
+                    json=request_body(self.request, self.config.model),
+                    headers=headers,
+                ) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        raise self._http_error(response)
+                    async for event in aiter_events(response.aiter_text(), reader):
+                        started = True
+                        yield event
+            except httpx.ConnectError:
+                logger.warning("llm-sdk agent connect failed")
+                raise RetryableFailure(
+                    AgentError(
+                        f"Could not reach the llm-sdk agent at {self._host()}.", kind="unreachable"
+                    )
+                ) from None
+            except httpx.ConnectTimeout:
+                raise RetryableFailure(
+                    AgentError(
+                        f"The llm-sdk agent at {self._host()} did not answer within "
+                        f"{self.config.connect_timeout:g} s.",
+                        kind="unreachable",
+                    )
+                ) from None
+            except httpx.ReadTimeout:
+                raise AgentError(
+                    f"The llm-sdk agent sent nothing for {self.config.idle_timeout:g} s, "
+                    "so the answer was cut off.",
+                    kind="stalled",
+                ) from None
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                if started:
+                    raise AgentError(
+                        "The connection to the llm-sdk agent dropped mid-answer.", kind="dropped"
+                    ) from None
+                raise RetryableFailure(
+                    AgentError(
+                        "The connection to the llm-sdk agent dropped before it answered.",
+                        kind="dropped",
+                    )
+                ) from None
+
+    def _http_error(self, response: httpx.Response) -> Exception:
+        status = response.status_code
+        detail = redact(_detail(response), self.config.api_key)
+        if status in {401, 403}:
+            message = "The llm-sdk agent did not accept the token (check LLMSDK_AGENT_TOKEN)."
+        elif status == 429:
+            message = "The llm-sdk agent is rate limiting requests; retried and gave up"
+        elif status == 400 or status == 422:
+            message = "The llm-sdk agent rejected the request"
+        else:
+            message = f"The llm-sdk agent failed (HTTP {status})"
+        if status not in {401, 403}:
+            message = f"{message}: {detail}." if detail else f"{message}."
+        error = AgentError(message, kind="http", status=status)
+        if status in RETRYABLE_STATUS:
+            return RetryableFailure(error, retry_after_seconds(response.headers))
+        return error
+
+    def _host(self) -> str:
+        return urlsplit(self.config.base_url).netloc or self.config.base_url
+
+
+def _detail(response: httpx.Response) -> str:
+    """The error body's message: `{"error": {"message"}}`, `{"error": "..."}`, `detail`, text."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        return response.text.strip()[:2000]
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return str(error.get("message") or "")
+        for value in (error, body.get("detail"), body.get("message")):
+            if isinstance(value, str):
+                return value
+    return ""

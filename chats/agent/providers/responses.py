@@ -1,0 +1,586 @@
+"""OpenAI and xAI: the Responses API stream (`stream: true`) → typed events, and their clients.
+
+The wire (notes/PROTOCOL.md, "What each provider's streaming body looks like"): `event:` lines
+naming `response.output_text.delta` (the answer), `response.output_text.annotation.added` and
+`response.completed` (`url_citation` annotations, offsets in characters of the output text),
+`response.failed` and `error`. Both providers write inline citation links into the text,
+which the annotations span: xAI `[[N]](url)` (seed 004), OpenAI's web search
+` ([host](url))`. We remove those links and put a footnote marker where they stood, so the
+answer reads as prose and our resolver numbers the footnotes. The provider's own numbers (its
+`title: "1"`) are not trusted.
+
+Text streams before the annotations that describe it, so the adapter recognises a citation
+link by its shape as it streams, holding back only a tail that may still become one. A link
+that no annotation ever names is still a citation of its URL: the text said so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import openai
+
+from citations.references import Citation, SourceDocument, ToolCall
+from citations.sources import bounded_key, http_url, one_line, url_host
+
+from ..events import (
+    ActionEvent,
+    AgentEvent,
+    AnswerEvent,
+    AuditEvent,
+    CompleteEvent,
+    ErrorEvent,
+    GroundingEvent,
+)
+from ..sse import StreamMessage
+from . import ProviderConfig
+from .sdk import SdkStream
+
+FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
+MAX_LINK_CHARS = 2048  # past this, a `[` that never closed is plain text: stop holding it back
+
+
+# --- Inline citation links -------------------------------------------------------------------
+
+
+class _LinkShape:
+    """One provider's inline citation link: its pattern, and a test for a tail that could
+    still become one (so the adapter holds back no more than that tail).
+
+    `before` and `after` are the pattern's atomic pieces around the URL, in order; the prefix
+    pattern nests every piece so that it accepts any text the pieces could still complete.
+    """
+
+    def __init__(self, before: list[str], after: list[str], starts: str) -> None:
+        url = ["h", "t", "t", "p", "s?", ":", "/", "/", r"[^\s()]+"]
+        self.full = re.compile("".join(before) + r"(?P<url>https?://[^\s()]+)" + "".join(after))
+        prefix = ""
+        for token in reversed([*before, *url, *after]):
+            prefix = f"(?:{token}{prefix})?"
+        self.prefix = re.compile(prefix + r"\Z")
+        # The characters a link (with what it removes) can begin with.
+        self.starts = re.compile(f"[{re.escape(starts)}]")
+
+    def candidate(self, text: str, start: int) -> int:
+        """Return the first index at or after `start` where a link may begin, or -1."""
+        found = self.starts.search(text, start)
+        return found.start() if found else -1
+
+
+# xAI: `[[N]](url)` (seed 004). OpenAI web search: ` ([host](url))`; the space and the
+# parentheses go with the link, so "held in May. ([x.org](u))" reads "held in May.[^1]".
+LINK_SHAPES = {
+    "xai": _LinkShape([r"\[", r"\[", r"\d{1,4}", r"\]", r"\]", r"\("], [r"\)"], "["),
+    "openai": _LinkShape(
+        [r"[ \t]*", r"\(", r"\[", r"[^\[\]()\n]{1,300}", r"\]", r"\("], [r"\)", r"\)"], " \t("
+    ),
+}
+
+
+# --- The adapter -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Link:
+    """A removed inline citation link: where it was in the part's text and in the answer."""
+
+    raw_start: int
+    raw_end: int
+    answer_at: int  # where its marker goes
+    claim_start: int  # where the claim it supports starts in the answer
+    url: str
+    cited: bool = False
+
+
+@dataclass
+class _Part:
+    """One output_text content part: its raw text and how it maps onto the answer."""
+
+    pending: str = ""  # the text not decided yet: what may still become a link
+    done: int = 0  # the raw offset where `pending` starts; everything before is decided
+    kept: list[tuple[int, int, int]] = field(default_factory=list)  # raw start, end, answer start
+    links: list[_Link] = field(default_factory=list)
+
+    def answer_offset(self, raw_index: int, answer_length: int) -> int | None:
+        """Return the answer offset of a raw index (a removed link maps to its marker)."""
+        for link in self.links:
+            if link.raw_start < raw_index < link.raw_end:
+                return link.answer_at
+        for raw_start, raw_end, answer_start in self.kept:
+            if raw_start <= raw_index <= raw_end:
+                return answer_start + raw_index - raw_start
+        for link in self.links:
+            if raw_index in (link.raw_start, link.raw_end):
+                return link.answer_at
+        return answer_length if raw_index == self.done else None
+
+
+class ResponsesAdapter:
+    """The Responses API stream of OpenAI (`flavour="openai"`) or xAI (`flavour="xai"`)."""
+
+    def __init__(self, flavour: str = "openai") -> None:
+        if flavour not in FLAVOURS:
+            raise ValueError(f"unknown Responses flavour {flavour!r}")
+        self.flavour = flavour
+        self.provider = FLAVOURS[flavour]
+        self._shape = LINK_SHAPES[flavour]
+        self._parts: dict[tuple[int, int], _Part] = {}
+        self._answer: list[str] = []
+        self._answer_length = 0
+        self._claim_points: list[tuple[int, int]] = []  # (marker offset, claim start)
+        self._annotations_seen: set[tuple[Any, ...]] = set()
+        self._waiting: list[tuple[tuple[int, int], dict[str, Any]]] = []
+        self._searches_announced: set[str] = set()
+        self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the response completed or failed: a stream that ends before was cut."""
+        return self._finished
+
+    # StreamAdapter
+    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
+        document = message.document
+        if not isinstance(document, dict):
+            return None
+        kind = document.get("type") or message.event
+        if not isinstance(kind, str) or not kind:
+            return None
+        if self._finished:
+            return []
+        raw = message.text
+        match kind:
+            case "response.output_text.delta":
+                delta = document.get("delta")
+                if not isinstance(delta, str):
+                    return None
+                part = self._part(document)
+                part.pending += delta
+                return self._tag(self._advance(part, final=False), raw)
+            case "response.output_text.done":
+                return self._tag(self._advance(self._part(document), final=True), raw)
+            case "response.output_text.annotation.added":
+                annotation = document.get("annotation")
+                if not isinstance(annotation, dict):
+                    return None
+                return self._tag(self._annotate(_part_key(document), annotation), raw)
+            case "response.output_item.added" | "response.output_item.done":
+                return self._tag(self._output_item(document.get("item"), kind), raw)
+            case "response.refusal.done":
+                refusal = one_line(document.get("refusal"))
+                return self._fail(f"{self.provider} declined to answer: {refusal}"[:500], raw)
+            case "response.completed":
+                return self._tag(self._complete(_dict(document.get("response"))), raw)
+            case "response.incomplete":
+                response = _dict(document.get("response"))
+                reason = _dict(response.get("incomplete_details")).get("reason")
+                return self._finish_with_error(
+                    response, _incomplete_message(self.provider, reason), raw
+                )
+            case "response.failed":
+                response = _dict(document.get("response"))
+                error = _dict(response.get("error"))
+                return self._finish_with_error(response, self._error_message(error), raw)
+            case "error":
+                return self._fail(self._error_message(document), raw)
+        return []  # response.created, content_part.added, reasoning...: nothing to show
+
+    def close(self) -> list[AgentEvent]:
+        """A stream that ends without `response.completed` was cut: show what was final."""
+        if self._finished:
+            return []
+        events: list[AgentEvent] = []
+        for part in self._parts.values():
+            events.extend(self._advance(part, final=True))
+        return events
+
+    # --- text and links ---
+
+    def _part(self, document: dict[str, Any]) -> _Part:
+        return self._parts.setdefault(_part_key(document), _Part())
+
+    def _advance(self, part: _Part, *, final: bool) -> list[AgentEvent]:
+        """Decide as much of the part's text as can be decided; emit the kept text."""
+        text, base, index, pieces = part.pending, part.done, 0, []
+        while index < len(text):
+            start = self._shape.candidate(text, index)
+            if start == -1:
+                pieces.append(self._keep(part, text, base, index, len(text)))
+                index = len(text)
+                break
+            match = self._shape.full.match(text, start)
+            if match:
+                if start > index:
+                    pieces.append(self._keep(part, text, base, index, start))
+                self._remove(part, base + start, base + match.end(), match["url"])
+                index = match.end()
+                continue
+            if (
+                not final
+                and len(text) - start <= MAX_LINK_CHARS
+                and self._shape.prefix.match(text, start)
+            ):
+                if start > index:
+                    pieces.append(self._keep(part, text, base, index, start))
+                index = start
+                break  # hold back: it may still become a link
+            pieces.append(self._keep(part, text, base, index, start + 1))
+            index = start + 1
+        part.pending, part.done = text[index:], base + index
+        content = "".join(pieces)
+        events: list[AgentEvent] = [AnswerEvent(content=content)] if content else []
+        events.extend(self._annotate_waiting())
+        return events
+
+    def _keep(self, part: _Part, text: str, base: int, start: int, end: int) -> str:
+        """Emit `text[start:end]` (raw offsets `base + start`...) as answer text."""
+        piece = text[start:end]
+        start, end = base + start, base + end
+        if part.kept and part.kept[-1][1] == start:  # extend the previous run
+            raw_start, _, answer_start = part.kept[-1]
+            part.kept[-1] = (raw_start, end, answer_start)
+        else:
+            part.kept.append((start, end, self._answer_length))
+        self._answer.append(piece)
+        self._answer_length += len(piece)
+        return piece
+
+    def _remove(self, part: _Part, start: int, end: int, url: str) -> None:
+        at = self._answer_length
+        part.links.append(_Link(start, end, at, self._claim_start(at), url))
+
+    def _claim_start(self, at: int) -> int:
+        """Where the claim a marker at `at` supports starts: after the previous marker, or at
+        the start of its paragraph, past whitespace. Adjacent markers share one claim."""
+        if self._claim_points and self._claim_points[-1][0] == at:
+            return self._claim_points[-1][1]
+        answer = "".join(self._answer)
+        self._answer[:] = [answer]
+        floor = answer.rfind("\n", 0, at) + 1
+        if self._claim_points:
+            floor = max(floor, self._claim_points[-1][0])
+        start = floor
+        while start < at and answer[start].isspace():
+            start += 1
+        if start == at and self._claim_points and self._claim_points[-1][0] >= floor - 1:
+            start = self._claim_points[-1][1]  # only whitespace since the last marker
+        self._claim_points.append((at, start))
+        return start
+
+    # --- annotations ---
+
+    def _annotate(self, key: tuple[int, int], annotation: dict[str, Any]) -> list[AgentEvent]:
+        if annotation.get("type") != "url_citation":
+            return []
+        identity = (
+            key,
+            annotation.get("start_index"),
+            annotation.get("end_index"),
+            annotation.get("url"),
+        )
+        if identity in self._annotations_seen:
+            return []  # streamed first, repeated in response.completed
+        self._annotations_seen.add(identity)
+        self._waiting.append((key, annotation))
+        return self._annotate_waiting()
+
+    def _annotate_waiting(self, *, final: bool = False) -> list[AgentEvent]:
+        """Cite every waiting annotation whose text has been decided (all of them at the end)."""
+        citations, still_waiting = [], []
+        for key, annotation in self._waiting:
+            part = self._parts.get(key)
+            end = annotation.get("end_index")
+            decided = part is not None and _is_int(end) and end <= part.done
+            if not (decided or final):
+                still_waiting.append((key, annotation))
+                continue
+            citations.append(self._citation(part, annotation))
+        self._waiting = still_waiting
+        return [GroundingEvent(citations=tuple(citations))] if citations else []
+
+    def _citation(self, part: _Part | None, annotation: dict[str, Any]) -> Citation:
+        start, end = annotation.get("start_index"), annotation.get("end_index")
+        source = self._source(annotation.get("url"), annotation.get("title"))
+        if not (_is_int(start) and _is_int(end)):
+            return Citation(start=None, end=None, source=source, data=annotation)
+        if part is not None:
+            link = next((k for k in part.links if k.raw_start < end and start < k.raw_end), None)
+            if link is not None:  # it spans an inline link: the marker goes where it stood
+                link.cited = True
+                return Citation(
+                    start=link.claim_start, end=link.answer_at, source=source, data=annotation
+                )
+            # Any other span is the claim itself.
+            answer_start = part.answer_offset(start, self._answer_length)
+            answer_end = part.answer_offset(end, self._answer_length)
+            if answer_start is not None and answer_end is not None:
+                return Citation(start=answer_start, end=answer_end, source=source, data=annotation)
+        return Citation(
+            start=start,
+            end=end,
+            source=source,
+            problem=f"span {start}-{end} is outside its output text",
+            data=annotation,
+        )
+
+    def _source(self, url: Any, title: Any) -> SourceDocument | None:
+        link = http_url(url)
+        # xAI's title is its citation number ("1"), not the page's title.
+        headline = one_line(title) if self.flavour == "openai" else ""
+        key = bounded_key("url", link or url)
+        if key is None:
+            return None
+        return SourceDocument(
+            key=key,
+            type="WEB",
+            name=headline or url_host(link) or "Source",
+            headline=headline,
+            url=link,
+            data={"url": url, "title": title} if title is not None else {"url": url},
+        )
+
+    def _uncited_links(self) -> list[Citation]:
+        """Links no annotation named: the text's own citation of their URL."""
+        return [
+            Citation(
+                start=link.claim_start,
+                end=link.answer_at,
+                source=source,
+                data={"inline_link": link.url},
+            )
+            for part in self._parts.values()
+            for link in part.links
+            if not link.cited and (source := self._source(link.url, None)) is not None
+        ]
+
+    # --- tools, completion, failure ---
+
+    def _output_item(self, item: Any, kind: str) -> list[AgentEvent]:
+        """A server-side search call (`web_search_call`, xAI's `x_search_call`...)."""
+        if not isinstance(item, dict) or not str(item.get("type", "")).endswith("search_call"):
+            return []
+        tool_name = str(item["type"]).removesuffix("_call")
+        action = _dict(item.get("action"))
+        query = one_line(action.get("query")) or _query_from_arguments(item.get("arguments"))
+        item_id = str(item.get("id") or "")
+        events: list[AgentEvent] = []
+        if query and item_id not in self._searches_announced:
+            self._searches_announced.add(item_id)
+            events.append(ActionEvent(tool_name=tool_name, tool_arguments={"query": query}))
+        sources = action.get("sources")
+        if kind == "response.output_item.done" and isinstance(sources, list) and sources:
+            results = tuple(
+                s
+                for entry in sources
+                if isinstance(entry, dict)
+                and (s := self._source(entry.get("url"), entry.get("title"))) is not None
+            )
+            call = ToolCall(
+                tool_id=item_id, kind=tool_name, title=query, results=results, data=item
+            )
+            events.append(AuditEvent(tool_calls=(call,)))
+        return events
+
+    def _complete(self, response: dict[str, Any]) -> list[AgentEvent]:
+        events = self._wrap_up(response)
+        usage = _dict(response.get("usage"))
+        consumption = ()
+        if usage:
+            details = _dict(usage.get("input_tokens_details"))
+            consumption = (
+                {
+                    "type": str(response.get("model") or self.flavour),
+                    "input_tokens": usage.get("input_tokens", 0),
+                    "output_tokens": usage.get("output_tokens", 0),
+                    "cached_tokens": details.get("cached_tokens", 0),
+                },
+            )
+        events.append(
+            CompleteEvent(checkpoint_id=str(response.get("id") or ""), consumption=consumption)
+        )
+        return events
+
+    def _wrap_up(self, response: dict[str, Any]) -> list[AgentEvent]:
+        """End of the response: decide held-back text, cite the final annotations and links."""
+        self._finished = True
+        events: list[AgentEvent] = []
+        for part in self._parts.values():
+            events.extend(self._advance(part, final=True))
+        for output_index, item in enumerate(response.get("output") or ()):
+            if isinstance(item, dict) and item.get("type") == "message":
+                for content_index, content in enumerate(item.get("content") or ()):
+                    for annotation in _dict(content).get("annotations") or ():
+                        if isinstance(annotation, dict):
+                            events.extend(self._annotate((output_index, content_index), annotation))
+        events.extend(self._annotate_waiting(final=True))
+        if uncited := self._uncited_links():
+            events.append(GroundingEvent(citations=tuple(uncited)))
+        consulted = response.get("citations")  # xAI: every URL the agent looked at (seed 004)
+        if isinstance(consulted, list) and consulted:
+            results = tuple(s for url in consulted if (s := self._source(url, None)) is not None)
+            call = ToolCall(
+                tool_id="citations", kind="search", title="Sources consulted", results=results
+            )
+            events.append(AuditEvent(tool_calls=(call,)))
+        return events
+
+    def _finish_with_error(
+        self, response: dict[str, Any], message: str, raw: str
+    ) -> list[AgentEvent]:
+        events = self._wrap_up(response)
+        events.append(ErrorEvent(error=message))
+        return self._tag(events, raw)
+
+    def _fail(self, message: str, raw: str) -> list[AgentEvent]:
+        events = self.close()
+        self._finished = True
+        events.append(ErrorEvent(error=message))
+        return self._tag(events, raw)
+
+    def _error_message(self, error: dict[str, Any]) -> str:
+        """Read OpenAI's flat `{code, message}`, a nested `{"error": {...}}`, or xAI's
+        `{"error": "..."}`."""
+        nested = error.get("error")
+        if isinstance(nested, dict):
+            error = nested
+        detail = (
+            one_line(error.get("message"))
+            or one_line(nested if isinstance(nested, str) else None)
+            or one_line(error.get("code"))
+        )
+        if not detail:
+            return f"{self.provider} reported an error."
+        return f"{self.provider} reported an error: {detail}"[:500]
+
+    @staticmethod
+    def _tag(events: list[AgentEvent], raw: str) -> list[AgentEvent]:
+        """Keep the wire line on the events it produced, for the record."""
+        return [replace(event, raw=raw) for event in events]
+
+
+def _incomplete_message(provider: str, reason: Any) -> str:
+    if reason == "content_filter":
+        return f"{provider} stopped the answer: its safety filter blocked it."
+    if reason == "max_output_tokens":
+        return f"{provider} stopped the answer at its output token limit, so it is cut short."
+    return f"{provider} did not finish the answer ({one_line(reason) or 'incomplete'})."
+
+
+def _part_key(document: dict[str, Any]) -> tuple[int, int]:
+    output_index, content_index = document.get("output_index"), document.get("content_index")
+    return (
+        output_index if _is_int(output_index) else 0,
+        content_index if _is_int(content_index) else 0,
+    )
+
+
+def _query_from_arguments(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return ""
+    return one_line(_dict(arguments).get("query"))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+# --- Clients ---------------------------------------------------------------------------------
+
+
+def openai_config() -> ProviderConfig:
+    """OpenAI's connection settings (OPENAI_*; timeouts and retries are the agent's)."""
+    return _config("openai", "OPENAI")
+
+
+def xai_config() -> ProviderConfig:
+    """xAI's connection settings (XAI_*; timeouts and retries are the agent's)."""
+    return _config("xai", "XAI")
+
+
+def _config(name: str, prefix: str) -> ProviderConfig:
+    from django.conf import settings
+
+    return ProviderConfig(
+        name=name,
+        api_key=getattr(settings, f"{prefix}_API_KEY"),
+        base_url=getattr(settings, f"{prefix}_BASE_URL"),
+        model=getattr(settings, f"{prefix}_MODEL"),
+        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+        max_retries=settings.AGENT_MAX_RETRIES,
+    )
+
+
+class OpenAIClient(SdkStream):
+    """OpenAI's Responses API with its web search tool, through the `openai` SDK."""
+
+    provider = "OpenAI"
+    key_variable = "OPENAI_API_KEY"
+    vendor = openai
+    flavour = "openai"
+
+    def _adapter(self) -> ResponsesAdapter:
+        return ResponsesAdapter(self.flavour)
+
+    def _client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self.config.api_key,
+            base_url=self.config.base_url or None,
+            timeout=self._timeout(),
+            max_retries=0,  # we retry, only before the first event (see SdkStream)
+        )
+
+    def _tools(self) -> list[dict[str, Any]]:
+        size = "low" if self.request.research_effort == "lite" else "medium"
+        return [{"type": "web_search", "search_context_size": size}]
+
+    async def _open(self, client: openai.AsyncOpenAI) -> Any:
+        request = self.request
+        options: dict[str, Any] = {}
+        if request.previous_response_id:
+            # The provider keeps the conversation: send only the new question.
+            options["previous_response_id"] = request.previous_response_id
+            items: list[dict[str, Any]] = []
+        else:
+            items = [
+                item
+                for turn in request.history
+                for item in (
+                    {"role": "user", "content": turn.question},
+                    {"role": "assistant", "content": turn.answer},
+                )
+            ]
+        items.append({"role": "user", "content": request.message})
+        return await client.responses.create(
+            model=self.config.model,
+            input=items,
+            tools=self._tools(),
+            stream=True,
+            **options,
+        )
+
+
+class XaiClient(OpenAIClient):
+    """xAI's Responses API with web and X search, through the `openai` SDK at XAI_BASE_URL.
+
+    Not xai-sdk: that speaks gRPC, whose body is neither the SSE our adapter and
+    `render_stream` read nor something an HTTP stand-in can serve; xAI's OpenAI-compatible
+    Responses endpoint is the wire its captures show.
+    """
+
+    provider = "xAI"
+    key_variable = "XAI_API_KEY"
+    flavour = "xai"
+
+    def _tools(self) -> list[dict[str, Any]]:
+        return [{"type": "web_search"}, {"type": "x_search"}]

@@ -1,0 +1,233 @@
+"""One run through a provider's official SDK (openai, anthropic): retries, stalls and failures.
+
+The SDK makes the request and decodes the SSE; each event object it yields is turned back into
+its wire JSON and fed to the same adapter `render_stream` uses, so the live path and a saved
+capture are read by one piece of code. Failures become `AgentError`s with the kinds and wording
+of the Bigdata client. The SDK's own retries are off (`max_retries=0`): we retry here, only
+before the first event and honouring Retry-After, and tell the page through `on_retry`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2  # the HTTP library both SDKs are built on; mid-body failures surface as its errors
+
+from ..client import MAX_RETRY_AFTER, RETRYABLE_STATUS, AgentError, RetryNotice, redact
+from ..client import _retry_after as retry_after_seconds
+from ..events import AgentEvent
+from ..sse import StreamMessage
+from . import ProviderConfig, ProviderRequest
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE = RETRYABLE_STATUS | {529}  # 529: Anthropic's "overloaded"
+
+
+class SdkStream:
+    """Subclasses name the provider and open the SDK's stream; this runs it.
+
+    `vendor` is the SDK module (`openai` or `anthropic`): both generate the same exception
+    hierarchy (APIStatusError, APITimeoutError, APIConnectionError, APIError).
+    """
+
+    provider = ""  # "OpenAI": what messages call it
+    key_variable = ""  # "OPENAI_API_KEY": what a 401 asks to check
+    vendor: Any = None
+
+    def __init__(
+        self,
+        request: ProviderRequest,
+        config: ProviderConfig,
+        *,
+        on_retry: RetryNotice | None = None,
+        backoff_base: float = 0.5,
+    ) -> None:
+        self.request = request
+        self.config = config
+        self.malformed_lines = 0
+        self._on_retry = on_retry
+        self._backoff_base = backoff_base
+
+    # --- what a provider supplies ---
+
+    def _adapter(self) -> Any:
+        raise NotImplementedError
+
+    async def _open(self, client: Any) -> Any:
+        """Return the SDK's async stream of event objects (the request is made here)."""
+        raise NotImplementedError
+
+    def _client(self) -> Any:
+        raise NotImplementedError
+
+    def _timeout(self) -> Any:
+        return self.vendor.Timeout(
+            connect=self.config.connect_timeout,
+            read=self.config.idle_timeout + 5,  # our own stall check fires first
+            write=10.0,
+            pool=10.0,
+        )
+
+    def _http_error(self, status: int, detail: str) -> AgentError:
+        messages = {
+            400: f"{self.provider} rejected the request",
+            401: f"{self.provider} did not accept the API key (check {self.key_variable})",
+            403: f"The {self.provider} API key is not allowed to make this request",
+            404: f"{self.provider} could not find what was asked for",
+            422: f"{self.provider} found the request invalid",
+            429: f"{self.provider} is rate limiting requests; retried and gave up",
+            529: f"{self.provider} is overloaded; retried and gave up",
+        }
+        message = messages.get(status, f"{self.provider} failed (HTTP {status})")
+        if detail and status != 401:
+            message = f"{message}: {detail}"
+        return AgentError(message.rstrip(".") + ".", kind="http", status=status)
+
+    # --- the run ---
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        client = self._client()
+        try:
+            attempt = 0
+            while True:
+                started = False
+                retry_after: float | None = None
+                adapter = self._adapter()
+                try:
+                    stream = await self._open(client)
+                    async for item in self._paced(stream):
+                        started = True
+                        for event in self._feed(adapter, wire_document(item)):
+                            yield event
+                    for event in adapter.close():
+                        yield event
+                    if not adapter.finished:
+                        raise AgentError(
+                            f"The connection to {self.provider} dropped mid-answer.",
+                            kind="dropped",
+                        )
+                    return
+                except self.vendor.APIStatusError as error:
+                    body = error.body
+                    if error.status_code < 400 and _is_stream_error(body):
+                        # The SDK raises an `error` event in the stream; the adapter reads it.
+                        for event in self._feed(adapter, _stream_error(body)):
+                            yield event
+                        return
+                    failure = self._http_error(error.status_code, self._detail(body))
+                    if started or error.status_code not in RETRYABLE:
+                        raise failure from None
+                    retry_after = retry_after_seconds(error.response)
+                except self.vendor.APITimeoutError:
+                    failure = AgentError(
+                        f"{self.provider} did not answer within {self.config.connect_timeout:g} s.",
+                        kind="unreachable",
+                    )
+                    if started:
+                        raise failure from None
+                except self.vendor.APIConnectionError as error:
+                    logger.warning("%s connect failed: %s", self.provider, type(error).__name__)
+                    failure = AgentError(f"Could not reach {self.provider}.", kind="unreachable")
+                    if started:
+                        raise self._dropped() from None
+                except self.vendor.APIError as error:  # an `error` object in the stream's data
+                    for event in self._feed(adapter, _stream_error({"error": error.body})):
+                        yield event
+                    return
+                except TimeoutError:
+                    raise AgentError(
+                        f"{self.provider} sent nothing for {self.config.idle_timeout:g} s, "
+                        "so the answer was cut off.",
+                        kind="stalled",
+                    ) from None
+                except (httpx2.TransportError, httpx2.StreamError, ValueError) as error:
+                    # ValueError: the SDK could not decode an event's JSON; the body is broken.
+                    logger.warning("%s stream broke: %s", self.provider, type(error).__name__)
+                    if started:
+                        raise self._dropped() from None
+                    failure = AgentError(
+                        f"The connection to {self.provider} dropped before it answered.",
+                        kind="dropped",
+                    )
+                attempt += 1
+                if attempt > self.config.max_retries:
+                    raise failure
+                delay = self._backoff(attempt, retry_after)
+                if self._on_retry is not None:
+                    await self._on_retry(failure.user_message, delay)
+                await asyncio.sleep(delay)
+        finally:
+            await client.close()
+
+    async def _paced(self, stream: Any) -> AsyncIterator[Any]:
+        """Yield the SDK's events; raise TimeoutError when none comes for idle_timeout."""
+        iterator = stream.__aiter__()
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.config.idle_timeout):
+                        item = await iterator.__anext__()
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            await stream.close()
+
+    def _feed(self, adapter: Any, document: dict[str, Any]) -> list[AgentEvent]:
+        text = json.dumps(document, ensure_ascii=False)
+        event = str(document.get("type") or "")
+        events = adapter.feed(StreamMessage(event=event, document=document, text=text))
+        if events is None:
+            self.malformed_lines += 1
+            logger.debug("Skipped a %s event of no known shape: %.120r", self.provider, text)
+            return []
+        return list(events)
+
+    def _dropped(self) -> AgentError:
+        return AgentError(f"The connection to {self.provider} dropped mid-answer.", kind="dropped")
+
+    def _detail(self, body: Any) -> str:
+        """The error's message from any provider's error JSON, with the key masked."""
+        return redact(_message(body), self.config.api_key)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
+        return min(self._backoff_base * 2 ** (attempt - 1), MAX_RETRY_AFTER)
+
+
+def wire_document(item: Any) -> dict[str, Any]:
+    """An SDK event object as the JSON it was built from: only the fields the wire carried."""
+    if isinstance(item, dict):
+        return item
+    return item.model_dump(mode="json", exclude_unset=True, warnings=False)
+
+
+def _message(body: Any) -> str:
+    """OpenAI `{"error": {"message"}}` (the SDK may pass the inner object), Anthropic
+    `{"type": "error", "error": {"type", "message"}}`, xAI `{"code", "error": "..."}`."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return _message(error)
+        if isinstance(error, str):
+            return error
+        for key in ("message", "detail", "code"):
+            if isinstance(body.get(key), str):
+                return body[key]
+        return ""
+    return body if isinstance(body, str) else ""
+
+
+def _is_stream_error(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("type") == "error"
+
+
+def _stream_error(body: Any) -> dict[str, Any]:
+    body = body if isinstance(body, dict) else {}
+    return {"type": "error", **body}

@@ -1,0 +1,189 @@
+"""The event log: batched writes and frames, and one turn's unstorable event failing only it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connection
+
+from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
+from chats.event_log import EventLog, chat_group
+from chats.models import Chat, Turn, TurnEvent
+from tests.chats.refusals import refusing
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def answer(content: str) -> AgentEvent:
+    return AnswerEvent(content=content)
+
+
+@database_sync_to_async
+def make_turn(user) -> Turn:
+    chat = Chat.objects.create(owner=user)
+    return Turn.objects.create(chat=chat, question="q")
+
+
+@database_sync_to_async
+def stored(turn: Turn) -> list[tuple[int, dict]]:
+    return list(TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "data"))
+
+
+async def listen(chat_id: int) -> str:
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(chat_group(chat_id), channel)
+    return channel
+
+
+async def frames_on(channel: str, timeout: float = 0.3) -> list[dict]:
+    layer = get_channel_layer()
+    frames = []
+    while True:
+        try:
+            frames.append(await asyncio.wait_for(layer.receive(channel), timeout))
+        except TimeoutError:
+            return frames
+
+
+async def test_a_tick_of_events_is_one_write_and_one_frame_per_turn(user, other_user):
+    first, second = await make_turn(user), await make_turn(other_user)
+    first_page, second_page = await listen(first.chat_id), await listen(second.chat_id)
+    log = EventLog(interval=60)  # no flusher tick during the test: flush() is the tick
+    for seq in (1, 2, 3):
+        log.append(first.chat_id, first.pk, seq, answer(f"a{seq}"))
+        log.append(second.chat_id, second.pk, seq, answer(f"b{seq}"))
+    await log.flush()
+
+    assert [d["content"] for _, d in await stored(first)] == ["a1", "a2", "a3"]
+    assert [d["content"] for _, d in await stored(second)] == ["b1", "b2", "b3"]
+    (frame,) = await frames_on(first_page)
+    assert (frame["type"], frame["turn_id"]) == ("turn.events", first.pk)
+    assert [e["content"] for e in frame["events"]] == ["a1", "a2", "a3"]
+    (frame,) = await frames_on(second_page)
+    assert [e["seq"] for e in frame["events"]] == [1, 2, 3]
+
+
+def refused_by_this_database(event: AgentEvent) -> bool:
+    """Whether the database behind the tests refuses this event as the log writes it."""
+    vendor = connection.vendor
+    data = json.dumps(event.data)  # what Django's JSONField sends (NaN, Infinity as tokens)
+    if "NaN" in data or "Infinity" in data:
+        return True  # SQLite's JSON_VALID check and PostgreSQL's jsonb both refuse them
+    if "\\ud800" in data or "\\u0000" in data:
+        return vendor == "postgresql"  # jsonb has neither; SQLite keeps the escapes as text
+    return False
+
+
+POISONS = {
+    "nan": StructuredOutputEvent(content={"score": float("nan")}),
+    "infinity": StructuredOutputEvent(content={"score": float("inf")}),
+    "1e999": StructuredOutputEvent(content={"score": json.loads("1e999")}),
+    "nul": AnswerEvent(content="before\x00after"),
+    "lone surrogate": AnswerEvent(content="before\ud800after"),
+}
+
+
+@pytest.mark.parametrize("poison", list(POISONS), ids=list(POISONS))
+async def test_an_event_the_database_refuses_fails_only_its_own_turn(user, other_user, poison):
+    poisoned, healthy = await make_turn(user), await make_turn(other_user)
+    healthy_page = await listen(healthy.chat_id)
+    told: list[str] = []
+    log = EventLog(interval=60)
+    log.watch(poisoned.pk, told.append)
+    bad = POISONS[poison]
+    if not refused_by_this_database(bad):
+        pytest.skip(f"{connection.vendor} stores this one as it is")
+
+    log.append(poisoned.chat_id, poisoned.pk, 1, answer("first "))
+    log.append(healthy.chat_id, healthy.pk, 1, answer("one "))
+    log.append(poisoned.chat_id, poisoned.pk, 2, bad)
+    log.append(healthy.chat_id, healthy.pk, 2, answer("two"))
+    await log.flush()
+
+    # The other turn's events are stored and relayed as if nothing happened.
+    assert [d["content"] for _, d in await stored(healthy)] == ["one ", "two"]
+    (frame,) = await frames_on(healthy_page)
+    assert [e["content"] for e in frame["events"]] == ["one ", "two"]
+    # The poisoned turn is failed, its run is told once, and nothing more of it is logged.
+    assert await stored(poisoned) == []
+    assert told == [log.failure(poisoned.pk)]
+    assert told[0].startswith("Part of this answer could not be saved")
+    log.append(poisoned.chat_id, poisoned.pk, 3, answer("later"))
+    log.append(healthy.chat_id, healthy.pk, 3, answer(" three"))
+    await log.flush()
+    assert await stored(poisoned) == []
+    assert [d["content"] for _, d in await stored(healthy)] == ["one ", "two", " three"]
+    log.forget(poisoned.pk)
+    assert log.failure(poisoned.pk) is None
+
+
+async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user, other_user):
+    poisoned, healthy = await make_turn(user), await make_turn(other_user)
+    healthy_page = await listen(healthy.chat_id)
+    log = EventLog(interval=0.01)
+    log.append(poisoned.chat_id, poisoned.pk, 1, POISONS["nan"])
+    for seq in range(1, 6):
+        log.append(healthy.chat_id, healthy.pk, seq, answer(str(seq)))
+        await asyncio.sleep(0.05)
+    frames = await frames_on(healthy_page, timeout=0.5)
+    assert [e["content"] for f in frames for e in f["events"]] == ["1", "2", "3", "4", "5"]
+    assert log.failure(poisoned.pk) is not None
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a trigger raises a transient error on PostgreSQL"
+)
+async def test_a_transient_refusal_is_retried_in_order_and_fails_nothing(user, other_user):
+    waiting, other = await make_turn(user), await make_turn(other_user)
+    waiting_page = await listen(waiting.chat_id)
+    told: list[str] = []
+    log = EventLog(interval=0.01)
+    log.watch(waiting.pk, told.append)
+    refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
+    await database_sync_to_async(refusal.__enter__)()
+    try:
+        log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT "))
+        await asyncio.sleep(0.1)
+        log.append(waiting.chat_id, waiting.pk, 2, answer("then "))
+        log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
+        await asyncio.sleep(0.5)
+        assert [d["content"] for _, d in await stored(other)] == ["meanwhile"]
+        assert await stored(waiting) == []
+    finally:
+        await database_sync_to_async(refusal.__exit__)(None, None, None)
+    await asyncio.sleep(1.5)  # the flusher retries every RETRY_DELAY
+    log.append(waiting.chat_id, waiting.pk, 3, answer("done"))
+    await log.flush()
+    assert [s for s, _ in await stored(waiting)] == [1, 2, 3]
+    frames = await frames_on(waiting_page)
+    assert [e["seq"] for f in frames for e in f["events"]] == [1, 2, 3]
+    assert told == [] and log.failure(waiting.pk) is None
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a trigger raises a transient error on PostgreSQL"
+)
+async def test_a_refusal_that_outlasts_the_grace_fails_the_turn(user, other_user, monkeypatch):
+    monkeypatch.setattr("chats.event_log.TRANSIENT_GRACE", 0.5)
+    monkeypatch.setattr("chats.event_log.RETRY_DELAY", 0.1)
+    waiting, other = await make_turn(user), await make_turn(other_user)
+    told: list[str] = []
+    log = EventLog(interval=0.01)
+    log.watch(waiting.pk, told.append)
+    refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
+    await database_sync_to_async(refusal.__enter__)()
+    try:
+        log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT"))
+        log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
+        await asyncio.sleep(1.5)
+    finally:
+        await database_sync_to_async(refusal.__exit__)(None, None, None)
+    assert told and told[0].startswith("Part of this answer could not be saved")
+    assert "OperationalError" in told[0]
+    assert await stored(waiting) == []
+    assert [d["content"] for _, d in await stored(other)] == ["meanwhile"]

@@ -1,0 +1,88 @@
+"""A stand-in for Anthropic's Messages API: `POST /v1/messages`, scripted per test.
+
+It speaks the wire the official `anthropic` SDK reads (notes/PROTOCOL.md): SSE with an `event:`
+line before each `data:` line, and `{"type": "error", "error": {"type", "message"}}` both as a
+refused request's body and as a mid-stream `error` event. Requests are recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.standins.responses import Reply, ScriptedEndpoint
+
+
+def messages_standin() -> ScriptedEndpoint:
+    return ScriptedEndpoint("/v1/messages")
+
+
+def sse(kind: str, **data: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data}, ensure_ascii=False)}\n\n"
+
+
+def message_start(message_id: str = "msg_1") -> str:
+    message = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 25, "output_tokens": 1},
+    }
+    return sse("message_start", message=message)
+
+
+def text_block(index: int, pieces: list[str], citations: list[dict[str, Any]] = ()) -> list[str]:  # type: ignore[assignment]
+    block: dict[str, Any] = {"type": "text", "text": ""}
+    if citations:
+        block["citations"] = []
+    lines = [sse("content_block_start", index=index, content_block=block)]
+    for citation in citations:
+        delta = {"type": "citations_delta", "citation": citation}
+        lines.append(sse("content_block_delta", index=index, delta=delta))
+    for piece in pieces:
+        delta = {"type": "text_delta", "text": piece}
+        lines.append(sse("content_block_delta", index=index, delta=delta))
+    lines.append(sse("content_block_stop", index=index))
+    return lines
+
+
+def search_blocks(index: int, query: str, results: list[dict[str, Any]]) -> list[str]:
+    """A `server_tool_use` (its input streamed as JSON) and its `web_search_tool_result`."""
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    partial = json.dumps({"query": query})
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": results}
+    return [
+        sse("content_block_start", index=index, content_block=use),
+        sse(
+            "content_block_delta",
+            index=index,
+            delta={"type": "input_json_delta", "partial_json": partial[:7]},
+        ),
+        sse(
+            "content_block_delta",
+            index=index,
+            delta={"type": "input_json_delta", "partial_json": partial[7:]},
+        ),
+        sse("content_block_stop", index=index),
+        sse("content_block_start", index=index + 1, content_block=result),
+        sse("content_block_stop", index=index + 1),
+    ]
+
+
+def message_end(stop_reason: str = "end_turn", output_tokens: int = 40) -> list[str]:
+    return [
+        sse(
+            "message_delta",
+            delta={"stop_reason": stop_reason, "stop_sequence": None},
+            usage={"output_tokens": output_tokens},
+        ),
+        sse("message_stop"),
+    ]
+
+
+def anthropic_error(status: int, kind: str, message: str, **headers: str) -> Reply:
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return Reply(status=status, body=[json.dumps(body)], headers=headers)
