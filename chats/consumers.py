@@ -125,6 +125,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 research_effort=frame.research_effort,
                 parent_turn_id=frame.parent_turn_id,
                 restart=frame.restart,
+                options=frame.options,
             )
         except TurnStartError as refused:
             raise FrameError(str(refused), refused.code) from refused

@@ -34,6 +34,8 @@ class Chat(models.Model):
     # The library (chats/library/): pinned chats head the sidebar; archived ones leave it.
     pinned = models.BooleanField(default=False)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # The composer's question options, remembered per chat (chats/options.py, `to_json`).
+    options = models.JSONField(default=dict, blank=True)
 
     objects = ChatQuerySet.as_manager()
 
@@ -120,6 +122,10 @@ class Turn(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # The run renews its lease while it streams; a lapsed lease means its process died.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Workflows: what was run (`template`, `input`, `model_name`, `time_range`) and the upstream
+    # execution id from the `delta` envelope, sent back to resume the stream.
+    workflow = models.JSONField(null=True, blank=True)
+    execution_id = models.CharField(max_length=500, blank=True)
 
     objects = TurnQuerySet.as_manager()
 
@@ -226,3 +232,35 @@ class ChatShare(models.Model):
 
     def __str__(self) -> str:
         return f"Share of chat {self.chat_id}"
+class OutputSchema(models.Model):
+    """A structured output schema a user saved, to choose in the composer's options."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="output_schemas"
+    )
+    name = models.CharField(max_length=100)
+    schema = models.JSONField(help_text="JSON Schema; top level an object or a list of objects.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkflowTemplate(models.Model):
+    """An inline Workflows template a user saved (PROTOCOL.md, "Workflows")."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflow_templates"
+    )
+    name = models.CharField(max_length=100)
+    template = models.JSONField(help_text="The inline template object sent as `template`.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -38,6 +38,7 @@ from .agent.events import (
     event_from_data,
 )
 from .charts import chart_for_turn
+from .options import OptionsError, QuestionOptions, parse_options
 
 # --- Groups ----------------------------------------------------------------------------------
 
@@ -97,6 +98,7 @@ class Ask:
     research_effort: str
     parent_turn_id: int | str | None  # LEAF, None (the start of the chat) or a turn id
     restart: bool
+    options: QuestionOptions | None = None  # None: the chat's stored options
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,19 @@ def _parse_ask(data: dict[str, Any]) -> Ask:
     restart = data.get("restart", False)
     if not isinstance(restart, bool):
         raise FrameError("restart must be true or false.")
-    return Ask(message=message, research_effort=effort, parent_turn_id=parent, restart=restart)
+    options = None
+    if "options" in data:
+        try:
+            options = parse_options(data["options"])
+        except OptionsError as error:
+            raise FrameError(str(error)) from error
+    return Ask(
+        message=message,
+        research_effort=effort,
+        parent_turn_id=parent,
+        restart=restart,
+        options=options,
+    )
 
 
 def _parse_sync(data: dict[str, Any]) -> Sync:

@@ -86,8 +86,12 @@ class TurnRun:
         self._deadline: asyncio.Timeout | None = None
         self._ends_at = 0.0
 
+    def agent_stream(self):
+        """The run's events; a workflow run reads another endpoint (chats/workflows.py)."""
+        return open_stream(self.agent, self.request, on_retry=self._notice_retry)
+
     async def run(self) -> None:
-        stream = open_stream(self.agent, self.request, on_retry=self._notice_retry)
+        stream = self.agent_stream()
         log = get_event_log()
         log.watch(self.turn_id, self._events_unsaveable)
         outcome: dict[str, Any]
@@ -298,8 +302,10 @@ class RunRegistry:
         self.runs: dict[int, TurnRun] = {}
         self._heartbeat: asyncio.Task | None = None
 
-    async def start(self, turn: Turn, request: AgentRequest) -> TurnRun:
-        run = TurnRun(turn, request)
+    async def start(
+        self, turn: Turn, request: AgentRequest, *, run_class: type[TurnRun] | None = None
+    ) -> TurnRun:
+        run = (run_class or TurnRun)(turn, request)
         self.runs[run.turn_id] = run
         run.task = asyncio.create_task(self._supervise(run), name=f"turn-{run.turn_id}")
         self.ensure_heartbeat()

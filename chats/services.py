@@ -25,7 +25,8 @@ from .agent.providers import (
 from .agent.transcript import Transcript
 from .charts import chart_for_turn
 from .library.search import chat_search_index_update
-from .models import Chat, Turn, TurnEvent
+from .models import Chat, OutputSchema, Turn, TurnEvent
+from .options import QuestionOptions, request_fields
 from .protocol import LEAF, ErrorCode
 from .selectors import branch_leaf, chat_branch, chat_turn_tree
 
@@ -58,8 +59,11 @@ def turn_start(
     research_effort: str,
     parent_turn_id: int | str | None = LEAF,
     restart: bool = False,
+    options: QuestionOptions | None = None,
 ) -> tuple[Turn, AgentRequest]:
     """Create a streaming turn and the request that continues its branch upstream.
+
+    `options` (the composer's question options) are saved on the chat; None uses the chat's.
 
     A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
     at the start of an existing conversation (an edited first question) branches from INITIAL;
@@ -111,6 +115,15 @@ def turn_start(
         elif chat.upstream_chat_id:
             upstream_chat_id, from_checkpoint = chat.upstream_chat_id, INITIAL_CHECKPOINT
 
+    if options is None:
+        options = QuestionOptions.from_stored(chat.options)
+    schema = None
+    if options.schema_id is not None:
+        saved = OutputSchema.objects.filter(pk=options.schema_id, owner_id=chat.owner_id).first()
+        if saved is None:
+            raise TurnStartError("The structured output schema chosen in Options no longer exists.")
+        schema = saved.schema
+
     turn = Turn.objects.create(
         chat=chat,
         parent=parent,
@@ -125,7 +138,8 @@ def turn_start(
     chat.updated_at = now
     if not chat.title:
         chat.title = display.chat_title(question)
-    chat.save(update_fields=["active_turn", "updated_at", "title"])
+    chat.options = options.to_json()
+    chat.save(update_fields=["active_turn", "updated_at", "title", "options"])
     request: AgentRequest | ProviderRequest
     if chat.provider == BIGDATA:
         request = AgentRequest(
@@ -134,6 +148,7 @@ def turn_start(
             chat_id=upstream_chat_id or None,
             from_checkpoint_id=from_checkpoint or None,
             persistence_mode=settings.AGENT_PERSISTENCE_MODE,
+            **request_fields(options, schema),
         )
     else:
         # Agents without server-side checkpoints are sent the branch itself, so "Continue

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_options, views_workflows
 from .library import views as library
 
 urlpatterns = [
@@ -26,4 +26,13 @@ urlpatterns = [
         views.turn_structured_output,
         name="turn_structured_output",
     ),
+    path("schemas/", views_options.output_schemas, name="output_schemas"),
+    path(
+        "schemas/<int:schema_id>/delete/",
+        views_options.output_schema_delete,
+        name="output_schema_delete",
+    ),
+    path("workflows/", views_workflows.workflow_list, name="workflow_list"),
+    path("workflows/run/", views_workflows.workflow_run, name="workflow_run"),
+    path("workflows/save/", views_workflows.workflow_save, name="workflow_save"),
 ]

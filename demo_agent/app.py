@@ -31,6 +31,8 @@ from .wire import (
     sse_event,
     start_stream,
 )
+from .workflows import PATH_SUFFIX as WORKFLOW_PATH_SUFFIX
+from .workflows import DemoWorkflows
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +40,16 @@ logger = logging.getLogger(__name__)
 class DemoAgentApp:
     """An ASGI app that answers research questions from the bundled demo corpus."""
 
-    def __init__(self, secret: str, pace: float = 1.0, chat_ttl_seconds: float = 3600.0) -> None:
+    def __init__(
+        self,
+        secret: str,
+        pace: float = 1.0,
+        chat_ttl_seconds: float = 3600.0,
+        *,
+        pro_entitled: bool = True,
+    ) -> None:
         self.pace = max(0.0, float(pace))
+        self.pro_entitled = pro_entitled  # False answers `model_name: pro` with a 403
         self._library = load_library()
         signer = TokenSigner(
             secret,
@@ -48,6 +58,14 @@ class DemoAgentApp:
         )
         self._conversations = Conversations(signer, chat_ttl_seconds=chat_ttl_seconds)
         self.active_turns = 0  # streams being generated now; tests watch it fall on disconnect
+        self._workflows = DemoWorkflows(self)
+
+    @property
+    def library(self):
+        return self._library
+
+    async def sleep(self, seconds: float, disconnected: asyncio.Event) -> None:
+        await self._sleep(seconds, disconnected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -59,11 +77,16 @@ class DemoAgentApp:
         if scope["method"] != "POST":
             await send_json(send, 405, {"detail": "Method Not Allowed"}, [(b"allow", b"POST")])
             return
+        if scope["path"].endswith(WORKFLOW_PATH_SUFFIX):
+            await self._serve_workflow(receive, send)
+            return
         try:
             body = await read_body(receive)
             if body is None:
                 return  # the client left before sending its question
             request = parse_request(body)
+            if request.options.pro and not self.pro_entitled:
+                raise HttpError(403, "This API key is not entitled to the pro model tier.")
             conversation = self._conversations.resolve(request)
         except HttpError as error:
             await send_json(send, error.status, {"detail": error.detail})
@@ -74,6 +97,7 @@ class DemoAgentApp:
             context=conversation.context,
             library=self._library,
             charts=request.charts,
+            options=request.options,
         )
         await self._stream(turn, conversation, receive, send)
 
@@ -119,6 +143,23 @@ class DemoAgentApp:
         finally:
             watcher.cancel()
             self.active_turns -= 1
+
+    async def _serve_workflow(self, receive: Receive, send: Send) -> None:
+        try:
+            body = await read_body(receive)
+        except HttpError as error:
+            await send_json(send, error.status, {"detail": error.detail})
+            return
+        if body is None:
+            return
+        disconnected = asyncio.Event()
+        watcher = asyncio.create_task(_watch_disconnect(receive, disconnected))
+        try:
+            await self._workflows.serve(body, receive, send, disconnected)
+        except OSError:
+            return
+        finally:
+            watcher.cancel()
 
     async def _sleep(self, seconds: float, disconnected: asyncio.Event) -> None:
         """Sleep at the configured pace, waking at once if the client disconnects."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .charts import wants_charts
 from .errors import HttpError
+from .options import RequestOptions, parse_options
 
 EFFORTS = ("lite", "standard")
 PERSISTENCE_MODES = ("enabled", "disabled")
@@ -22,6 +23,7 @@ class ResearchRequest:
     from_checkpoint_id: str | None
     persistence_mode: str
     charts: bool = False  # tools_configs.python_code_execution.chart_generation_enabled
+    options: RequestOptions = field(default_factory=RequestOptions)
 
 
 def parse_request(body: bytes) -> ResearchRequest:
@@ -63,6 +65,7 @@ def parse_request(body: bytes) -> ResearchRequest:
             errors.append(_error(["body", name], "Input should be a valid string", "string_type"))
     if errors:
         raise HttpError(422, errors)
+    options = parse_options(data)
 
     return ResearchRequest(
         message=message,
@@ -72,6 +75,7 @@ def parse_request(body: bytes) -> ResearchRequest:
         from_checkpoint_id=data.get("from_checkpoint_id") or None,
         persistence_mode=persistence,
         charts=wants_charts(data),
+        options=options,
     )
 
 

@@ -11,7 +11,7 @@ import random
 import re
 import secrets
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -19,6 +19,7 @@ from . import earnings_calendar, narration
 from .charts import revenue_chart
 from .compose import Answer, Citation, Claim, Found, compose, nothing_found, pick_claims
 from .corpus import Company, Corpus, load_corpus
+from .options import RequestOptions, SearchScope, answer_shape, facts_of, structured_output
 from .question import TOPICS_BY_KEY, Question, Topic, understand
 from .search import SearchIndex, tokenize
 from .tokens import BranchContext, PastTurn
@@ -129,11 +130,15 @@ class ResearchTurn:
         library: Library,
         rng: random.Random | None = None,
         charts: bool = False,
+        options: RequestOptions | None = None,
     ) -> None:
         self._library = library
         self._charts = charts  # the request asked for charts (python_code_execution)
         self._corpus = library.corpus
-        self._effort = EFFORTS[research_effort]
+        self._options = options or RequestOptions()
+        self._scope = SearchScope(self._options, library.corpus)
+        self._shape = answer_shape(self._options)
+        self._effort = _shaped(EFFORTS[research_effort], self._shape)
         self._context = context
         self._rng = rng or random.Random()
         self._usage = _Usage()
@@ -173,6 +178,12 @@ class ResearchTurn:
         yield from self._write(answer.text)
         if self._charts and (chart := self._chart(answer)):
             yield chart
+        if self._shape.note:  # after the cited text, so the references' offsets still hold
+            yield from self._write(f"\n\n{self._shape.note}")
+        if self._options.schema is not None:
+            facts = facts_of(answer.documents, self._corpus)
+            content = structured_output(self._options.schema, facts, self._corpus)
+            yield {"type": "STRUCTURED_OUTPUT", "content": content}
         yield Pause(0.1)
         yield plan.finished()
         yield Finished(question.as_past_turn(), self._consumption())
@@ -247,8 +258,9 @@ class ResearchTurn:
             tokenize(call.query),
             expansion=call.expansion,
             companies={c.key for c in call.companies},
-            limit=SEARCH_RESULTS,
+            limit=SEARCH_RESULTS * 4,
         )
+        hits = [hit for hit in hits if self._scope.admits(hit.document)][:SEARCH_RESULTS]
         top = hits[0].score if hits else 1.0
         values = [{**hit.document.source, "relevance": round(hit.score / top, 3)} for hit in hits]
         trace = {
@@ -393,15 +405,24 @@ class ResearchTurn:
         )
         output_tokens = self._usage.written_chars // 4 + 40 * self._usage.tool_calls
         cached = system_prompt if context.turns else 0
+        used = {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cached_tokens": cached,
+        }
+        unused = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
+        pro = self._options.pro  # the tier that answered reports the tokens
         return [
-            {
-                "type": "base",
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cached_tokens": cached,
-            },
-            {"type": "pro", "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0},
+            {"type": "base", **(unused if pro else used)},
+            {"type": "pro", **(used if pro else unused)},
         ]
+
+
+def _shaped(effort: Effort, shape) -> Effort:
+    """Return the effort as the expected output and the model tier adjust it."""
+    bullets = effort.bullets if shape.bullets is None else shape.bullets
+    max_claims = max(1, effort.max_claims + shape.max_claims_delta)
+    return replace(effort, bullets=bullets, max_claims=max_claims)
 
 
 def _chunks(text: str, rng: random.Random, fewest: int, most: int) -> Iterator[str]:

@@ -42,13 +42,17 @@ def _http_app():
         )
 
     demo = SiteOnly(
-        DemoAgentApp(secret=settings.DEMO_AGENT_SECRET, pace=settings.DEMO_AGENT_PACE),
+        DemoAgentApp(
+            secret=settings.DEMO_AGENT_SECRET,
+            pace=settings.DEMO_AGENT_PACE,
+            pro_entitled=settings.DEMO_AGENT_PRO_ENTITLED,
+        ),
         token=settings.DEMO_AGENT_TOKEN,
         host_allowed=host_allowed,
     )
 
     async def http_app(scope, receive, send):
-        if scope["path"] == settings.DEMO_AGENT_PATH:
+        if scope["path"] in (settings.DEMO_AGENT_PATH, settings.DEMO_WORKFLOW_PATH):
             return await demo(scope, receive, send)
         return await site(scope, receive, send)
 

@@ -286,3 +286,16 @@ ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API 
 LOGGING["loggers"].update(
     {name: {"level": "WARNING"} for name in ("openai", "anthropic", "httpx2", "httpcore2")}
 )
+
+# --- Workflows ------------------------------------------------------------------------------
+# POST /v1/workflow/execute next to the research agent (PROTOCOL.md, "Workflows"). Empty: derived
+# from RESEARCH_AGENT_URL when used (chats/workflows.py), so a test or a deploy that moves the
+# agent moves its workflows with it.
+WORKFLOW_URL = env.str("WORKFLOW_URL", default="")
+DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"
+# Template ids the Workflows page offers, comma-separated (besides the user's saved templates).
+WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
+# How often a dropped workflow stream is resumed with its execution_id before the turn gives up.
+WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
+# False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
+DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)

@@ -32,7 +32,7 @@ from .providers.attempts import (
     transport_failure,
     with_retries,
 )
-from .sse import DEFAULT_MAX_LINE_CHARS, StreamReader, aiter_events
+from .sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +46,26 @@ class AgentRequest:
     chat_id: str | None = None
     from_checkpoint_id: str | None = None
     persistence_mode: str = "enabled"
+    # Question options (chats/options.py): each sent only when set.
+    model_name: str | None = None
+    expected_output: str | None = None
+    structured_output_schema: dict[str, Any] | None = None
+    tools_configs: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
+
+    def entitled_options(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The options this request uses that a key may lack, with words a 403 may name them by."""
+        tools = self.tools_configs or {}
+        used = [
+            ("the pro model", ("pro", "model"), self.model_name == "pro"),
+            ("charts", ("chart", "python", "code"), "python_code_execution" in tools),
+            ("structured output", ("structured", "schema"), bool(self.structured_output_schema)),
+            ("search filters", ("filter", "search", "tools"), "search" in tools),
+            ("expected output", ("expected",), bool(self.expected_output)),
+        ]
+        return [(label, words) for label, words, on in used if on]
 
 
 @dataclass(frozen=True)
@@ -91,10 +108,13 @@ class AgentStream:
         *,
         on_retry: RetryNotice | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        adapter: StreamAdapter | None = None,
     ) -> None:
         self.request = request
         self.settings = settings
-        self.reader = StreamReader(BigdataAdapter(), max_line_chars=settings.max_line_chars)
+        self.reader = StreamReader(
+            adapter or BigdataAdapter(), max_line_chars=settings.max_line_chars
+        )
         self._on_retry = on_retry
         self._transport = transport
 
@@ -166,6 +186,9 @@ def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -
             " this chat's history stays."
         )
         error = AgentError(message, kind="cannot_continue", status=status)
+    elif status == 403 and (option := _not_entitled_option(request, lowered)):
+        message = f"Your API key is not entitled to {option}."
+        error = AgentError(message, kind="http", status=status)
     else:
         message = {
             400: "The research agent rejected the request",
@@ -179,6 +202,15 @@ def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -
             message = f"{message}: {detail}"
         error = AgentError(message + ".", kind="http", status=status)
     return error
+
+
+def _not_entitled_option(request: AgentRequest, detail: str) -> str:
+    """Name the option a 403 refers to: the one its detail names, else the only one in use."""
+    used = request.entitled_options()
+    named = [label for label, words in used if any(word in detail for word in words)]
+    if named:
+        return named[0]
+    return used[0][0] if len(used) == 1 else ""
 
 
 def _detail(response: httpx.Response) -> str:

@@ -214,7 +214,10 @@
   // --- Composer and turn actions ----------------------------------------------------------
 
   function ask(extra) {
-    return send({ type: "ask", research_effort: effort.value, ...extra });
+    const options = window.questionOptions; // options.js: the composer's Options panel
+    if (options && !options.check()) return false;
+    const withOptions = options ? { options: options.current() } : {};
+    return send({ type: "ask", research_effort: effort.value, ...withOptions, ...extra });
   }
 
   composer.addEventListener("submit", (event) => {
