@@ -232,6 +232,8 @@ class ChatShare(models.Model):
 
     def __str__(self) -> str:
         return f"Share of chat {self.chat_id}"
+
+
 class OutputSchema(models.Model):
     """A structured output schema a user saved, to choose in the composer's options."""
 
