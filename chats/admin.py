@@ -160,6 +160,24 @@ class ToolErrorFilter(admin.SimpleListFilter):
         return queryset
 
 
+class FiguresNotFoundFilter(admin.SimpleListFilter):
+    """Answers with a claim whose figure its source's passage does not contain."""
+
+    title = "figure check"
+    parameter_name = "figures"
+
+    def lookups(self, request, model_admin):
+        return [("not_found", "has figures not found in source")]
+
+    def queryset(self, request, queryset):
+        if self.value() != "not_found":
+            return queryset
+        flagged = Reference.objects.filter(
+            turn=OuterRef("pk"), claim_check__status="figure_not_found"
+        )
+        return queryset.filter(Exists(flagged))
+
+
 class CitesSourceFilter(OneObjectFilter):
     """The Source admin's "cited by" links land here (`?cites=<source id>`)."""
 
@@ -264,6 +282,7 @@ class TurnAdmin(ReviewOnlyAdmin):
         "created_at",
         "research_effort",
         ToolErrorFilter,
+        FiguresNotFoundFilter,
         CitesSourceFilter,
     )
     search_fields = ("question", "answer_text")

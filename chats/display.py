@@ -97,3 +97,12 @@ def retry_notice(message: str, delay: float) -> str:
 def page_limits() -> dict[str, int]:
     """Return the limits the page shows or applies, as the server enforces them."""
     return {"message_max_chars": settings.MESSAGE_MAX_CHARS}
+
+
+def degraded_notice(tool_errors: int) -> str:
+    """Return the quiet note on an answer researched with failing tools (TOOL_ERROR)."""
+    calls = "call" if tool_errors == 1 else "calls"
+    return (
+        f"{tool_errors} tool {calls} failed while this answer was researched, so it may be"
+        " less complete than usual."
+    )

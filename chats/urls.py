@@ -22,6 +22,11 @@ urlpatterns = [
     path("chats/<int:chat_id>/print/", library.chat_print, name="chat_print"),
     path("shared/<str:token>/", library.chat_shared, name="chat_shared"),
     path(
+        "chats/<int:chat_id>/turns/<int:turn_id>/answer.md",
+        views.turn_markdown,
+        name="turn_markdown",
+    ),
+    path(
         "chats/<int:chat_id>/turns/<int:turn_id>/structured.<str:fmt>",
         views.turn_structured_output,
         name="turn_structured_output",

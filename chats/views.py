@@ -9,6 +9,9 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from citations.render import render_markdown
+from citations.selectors import cited_answer_for_turn
+
 from .agent.providers import agent_label
 from .display import page_limits
 from .export import export_turns_markdown
@@ -97,3 +100,13 @@ def turn_structured_output(
     response = HttpResponse(write(turn.structured_output), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="turn-{turn.pk}-structured.{fmt}"'
     return response
+
+
+@require_GET
+@login_required
+def turn_markdown(request: HttpRequest, chat_id: int, turn_id: int) -> HttpResponse:
+    """A turn's cited answer as Markdown with its footnotes (the Copy button); owner only."""
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    turn = get_object_or_404(Turn, pk=turn_id, chat=chat)
+    markdown = render_markdown(cited_answer_for_turn(turn))
+    return HttpResponse(markdown, content_type="text/markdown; charset=utf-8")

@@ -51,6 +51,18 @@ class Answer:
     documents: tuple[str, ...]  # keys of the cited documents, in order of first citation
 
 
+def with_passage(source: dict[str, Any] | None, sentence: str) -> dict[str, Any] | None:
+    """Return the source with the passage it contributed, as the real API sends it: BIGDATA
+    `chunks[].text`, EXTERNAL `text` (notes/PROTOCOL.md). The demo's claims quote their
+    documents, so the passage is the document's sentence."""
+    if source is None:
+        return None
+    passage = " ".join(sentence.split())
+    if source.get("type") == "EXTERNAL":
+        return {**source, "text": passage, "relevance": 1.0}
+    return {**source, "chunks": [{"cnum": 0, "text": passage, "relevance": 1.0}]}
+
+
 def pick_claims(
     found: Sequence[Found],
     term_weights: Mapping[str, float],
@@ -166,7 +178,7 @@ class _AnswerBuilder:
                     "end": self._length,
                     "tool_name": citation.tool_name,
                     "audit_id": citation.audit_id,
-                    "source": citation.source,
+                    "source": with_passage(citation.source, claim.sentence),
                 }
             )
             if citation.document_key:

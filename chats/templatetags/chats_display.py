@@ -15,6 +15,7 @@ register.filter("page_title", display.page_title)
 register.filter("plan_title", display.plan_title)
 register.filter("step_status_label", display.step_status_label)
 register.filter("step_status_class", display.step_status_class)
+register.filter("degraded_notice", display.degraded_notice)
 
 
 @register.filter

@@ -276,8 +276,24 @@
       case "restart":
         ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId, restart: true });
         return;
+      case "copy":
+        return copyAnswer(button);
     }
   });
+
+  // Copy the cited answer as Markdown with its footnotes, as the server renders it.
+  async function copyAnswer(button) {
+    const label = button.textContent;
+    try {
+      const response = await fetch(button.dataset.copyUrl, { credentials: "same-origin" });
+      if (!response.ok) throw new Error(String(response.status));
+      await navigator.clipboard.writeText(await response.text());
+      button.textContent = button.dataset.doneLabel;
+    } catch (error) {
+      button.textContent = button.dataset.failedLabel;
+    }
+    setTimeout(() => { button.textContent = label; }, 2000);
+  }
 
   function setMode(newMode, text) {
     mode = newMode;
