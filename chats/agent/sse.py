@@ -31,6 +31,14 @@ class StreamMessage:
     document: Any
     text: str
 
+    @property
+    def kind(self) -> str | None:
+        """The message's type: its JSON `type`, else its `event:` name; None for neither."""
+        if not isinstance(self.document, dict):
+            return None
+        kind = self.document.get("type") or self.event
+        return kind if isinstance(kind, str) and kind else None
+
 
 class StreamAdapter(Protocol):
     """A provider's wire format → typed events. One instance reads one response."""

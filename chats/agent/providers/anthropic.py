@@ -78,11 +78,8 @@ class AnthropicAdapter:
         return self._finished
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        document = message.document
-        if not isinstance(document, dict):
-            return None
-        kind = document.get("type") or message.event
-        if not isinstance(kind, str) or not kind:
+        kind, document = message.kind, message.document
+        if kind is None:
             return None
         if self._finished:
             return []

@@ -143,11 +143,8 @@ class ResponsesAdapter:
 
     # StreamAdapter
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        document = message.document
-        if not isinstance(document, dict):
-            return None
-        kind = document.get("type") or message.event
-        if not isinstance(kind, str) or not kind:
+        kind, document = message.kind, message.document
+        if kind is None:
             return None
         if self._finished:
             return []
