@@ -37,7 +37,7 @@ def test_a_reviewer_traces_an_answer_to_its_sources_and_exports_it(
     answer = page.locator(".answer, .cited-answer").first
     expect(answer).to_contain_text("NVIDIA's gross margin was 72.4% in Q2 FY26.")
     expect(answer.locator("sup a").first).to_be_visible()
-    expect(answer.get_by_text("Sources")).to_be_visible()
+    expect(answer.get_by_role("heading", name="Sources")).to_be_visible()
     expect(answer.get_by_role("link", name="SEC EDGAR - 2026-04-15")).to_have_attribute(
         "href", "https://www.sec.gov/example-10q"
     )

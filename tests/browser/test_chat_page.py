@@ -25,7 +25,7 @@ def test_ask_watch_the_agent_work_and_keep_the_cited_answer(page, site, analyst)
 
     answer = wait_for_answer(page)
     expect(answer.locator(".answer.cited")).to_contain_text("NVIDIA")
-    expect(answer.get_by_text("Sources")).to_be_visible()
+    expect(answer.get_by_role("heading", name="Sources")).to_be_visible()
     first_marker = answer.locator(".answer.cited sup a").first
     expect(first_marker).to_be_visible()
     cited_html = answer.locator(".answer.cited").inner_html()
