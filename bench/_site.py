@@ -16,9 +16,9 @@ client runs in the benchmark's own process, on one event loop. Loopback only. No
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"
 PYTHON = str(BIN / "python") if (BIN / "python").exists() else sys.executable
 sys.path.insert(0, str(ROOT))  # run from anywhere
+
+from _machine import machine  # noqa: E402, F401  (the benches print bench.machine())
 
 from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent  # noqa: E402
 from demo_agent.wire import sse_event  # noqa: E402
@@ -144,7 +146,12 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: floa
 
 
 def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
-    """Stop one process we started: SIGINT (graceful for uvicorn and daphne), then SIGKILL."""
+    """Stop one process we started: SIGINT (graceful for uvicorn and daphne), then SIGKILL.
+
+    Its descendants (uvicorn's workers) are stopped by it; any still running after it has
+    exited are sent SIGKILL, by process id.
+    """
+    children = {pid: _or_zero(_start_time, pid) for pid in descendants(process.pid)}
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -152,6 +159,39 @@ def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+    for pid, started in children.items():
+        if started and _or_zero(_start_time, pid) == started:  # the same process, not a reuse
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: [0] is state, [1] ppid."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _start_time(pid: int) -> int:
+    return int(_stat_fields(pid)[19])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, their children, ...), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int(_stat_fields(int(entry.name))[1])
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
 
 
 def process_rss_kib(pid: int) -> int:
@@ -162,8 +202,25 @@ def process_rss_kib(pid: int) -> int:
 
 
 def process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_rss_kib(pid: int) -> int:
+    """VmRSS of `pid` and all its descendants, summed (shared pages count once per process)."""
+    return sum(_or_zero(process_rss_kib, p) for p in [pid, *descendants(pid)])
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid` and all its live descendants, summed."""
+    return sum(_or_zero(process_cpu_seconds, p) for p in [pid, *descendants(pid)])
+
+
+def _or_zero(measure: Any, pid: int) -> Any:
+    try:
+        return measure(pid)
+    except (OSError, IndexError, ValueError):
+        return 0  # exited between the listing and the read
 
 
 def self_cpu_seconds() -> float:
@@ -199,21 +256,32 @@ class Upstream:
 
 # --- The database ------------------------------------------------------------------------------
 
+# One analyst per chat, as 200 streaming chats would be in use: per-user limits and the per-user
+# lock that counts a user's streaming turns stay as in production.
 SETUP_SCRIPT = """
 import json, sys
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from chats.models import Chat
-user = get_user_model().objects.create_user("bench", password="bench-password-123")
-session = SessionStore()
-session[SESSION_KEY] = str(user.pk)
-session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-session.create()
-chats = Chat.objects.bulk_create([Chat(owner=user) for _ in range(CHATS)])
-ids = [c.pk for c in chats] if chats and chats[0].pk else list(
-    Chat.objects.filter(owner=user).order_by("pk").values_list("pk", flat=True))
-print("BENCH" + json.dumps({"sessionid": session.session_key, "chats": ids}))
+User = get_user_model()
+users = []
+for i in range(CHATS):
+    user = User(username=f"analyst{i}")
+    user.set_unusable_password()
+    users.append(user)
+User.objects.bulk_create(users)
+users = list(User.objects.filter(username__startswith="analyst").order_by("pk"))
+Chat.objects.bulk_create([Chat(owner=user) for user in users])
+chat_of = dict(Chat.objects.values_list("owner_id", "pk"))
+pairs = []
+for user in users:
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    pairs.append([chat_of[user.pk], session.session_key])
+print("BENCH" + json.dumps({"chats": pairs}))
 """
 
 
@@ -252,6 +320,17 @@ def _psql(sql: str) -> None:
     )
 
 
+def flush_redis(url: str) -> None:
+    """Empty the Redis database of `url` (the bench uses its own db number)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
 def services_available() -> bool:
     """True when PostgreSQL and Redis answer on their default loopback ports."""
     for port in (5432, 6379):
@@ -268,18 +347,23 @@ def services_available() -> bool:
 
 @dataclass
 class Account:
-    sessionid: str
     chats: list[int]
+    sessions: dict[int, str]  # chat id -> the session of the analyst who owns it
 
 
 @dataclass
 class Site:
-    """The real site (`researchsite.asgi:application`) served by uvicorn or daphne."""
+    """The real site (`researchsite.asgi:application`) served by uvicorn or daphne.
+
+    uvicorn runs as in production, `python -m researchsite.serve` (researchsite/serve.py), with
+    `--workers N` when `workers` > 1; CPU and RSS then sum the master and all its workers.
+    """
 
     server: str  # "uvicorn" or "daphne"
     upstream_url: str
     database: Database
     chats: int = 10
+    workers: int = 1
     extra_env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
@@ -303,24 +387,20 @@ class Site:
             ALLOWED_HOSTS="127.0.0.1",
             LOG_LEVEL="WARNING",
             REDIS_URL="",
-            # One bench account drives every chat: lift the per-user limits it would hit.
-            WS_MAX_SOCKETS_PER_USER="100000",
-            WS_MAX_FRAMES_PER_SECOND="100000",
-            AGENT_MAX_CONCURRENT_TURNS="100000",
         )
         env.update(self.extra_env)
         return env
 
     def command(self) -> list[str]:
         if self.server == "uvicorn":
+            # The production command (`make run`, docs/DEPLOY.md): serve.py adds uvicorn's flags.
             return [
-                str(BIN / "uvicorn"),
-                "researchsite.asgi:application",
-                *("--host", "127.0.0.1", "--port", str(self.port)),
-                *("--lifespan", "on", "--ws", "websockets-sansio"),
-                # The same flags as `make run` and docs/DEPLOY.md.
-                *("--ws-per-message-deflate", "false", "--no-access-log", "--log-level", "warning"),
+                *(PYTHON, "-m", "researchsite.serve"),
+                *("--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"),
+                *(["--workers", str(self.workers)] if self.workers > 1 else []),
             ]
+        if self.workers > 1:
+            raise ValueError("the bench runs daphne as one process only")
         return [
             str(BIN / "daphne"),
             *("-b", "127.0.0.1", "-p", str(self.port)),
@@ -341,7 +421,8 @@ class Site:
         script = SETUP_SCRIPT.replace("CHATS", str(self.chats))
         out = subprocess.run([PYTHON, "manage.py", "shell", "-c", script], **run).stdout
         payload = json.loads(out.split("BENCH", 1)[1])
-        self.account = Account(payload["sessionid"], payload["chats"])
+        pairs = payload["chats"]
+        self.account = Account([c for c, _ in pairs], {c: sid for c, sid in pairs})
 
     def __enter__(self) -> Site:
         self.prepare()
@@ -365,10 +446,12 @@ class Site:
         return chats
 
     def rss_kib(self) -> int:
-        return process_rss_kib(self.process.pid)
+        """RSS of the server: the master and, with workers, every worker."""
+        return tree_rss_kib(self.process.pid)
 
     def cpu_seconds(self) -> float:
-        return process_cpu_seconds(self.process.pid)
+        """CPU seconds of the server so far: the master and, with workers, every worker."""
+        return tree_cpu_seconds(self.process.pid)
 
 
 # --- Clients ---------------------------------------------------------------------------------
@@ -407,8 +490,9 @@ class TurnResult:
     latencies: list[float] = field(default_factory=list)  # seconds, per stamped ANSWER
     sent_at: list[float] = field(default_factory=list)  # time.time() the stand-in sent each
     last_event_at: float = 0.0  # time.time() of the last event frame
-    first_event_after: float = 0.0  # seconds from sending "ask" to the first event frame
-    seqs_ok: bool = True
+    finished_at: float = 0.0  # time.time() turn.finished arrived; 0 if it never did
+    first_event_after: float = float("inf")  # seconds from sending "ask" to the first event frame
+    seqs_ok: bool = True  # every event's seq was the one after the last (from 1)
     compression: str = ""
 
 
@@ -427,7 +511,7 @@ class ChatSocket:
         self.ws = await connect(
             f"ws://127.0.0.1:{self.site.port}/ws/chats/{self.chat_id}/",
             origin=self.site.origin,
-            additional_headers={"Cookie": f"sessionid={self.site.account.sessionid}"},
+            additional_headers={"Cookie": f"sessionid={self.site.account.sessions[self.chat_id]}"},
             proxy=None,
             max_size=None,
             ping_interval=None,
@@ -479,11 +563,17 @@ class ChatSocket:
                     deadline = min(deadline, loop.time() + FINISH_GRACE)
             elif kind == "turn.finished":
                 result.status = frame["status"]
+                result.finished_at = now
                 break
             elif kind == "error":
                 raise RuntimeError(f"the site refused the ask: {frame}")
         result.elapsed = time.perf_counter() - started
         return result
+
+    @staticmethod
+    def whole(result: TurnResult, expected: int) -> bool:
+        """Every event exactly once, in order, and a turn.finished saying "complete"."""
+        return result.seqs_ok and result.events == expected and result.status == "complete"
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -509,13 +599,24 @@ class ConcurrentResult:
     p99_steady_ms: float  # events sent from 1 s after the first ask on: no start-up burst
     max_ms: float
     first_event_p50_ms: float  # ask → first event frame, per chat
+    first_event_p99_ms: float
     first_event_max_ms: float
+    finish_gap_p99_ms: float  # last event → turn.finished, per turn that got one
+    finish_gap_max_ms: float
+    unfinished: int  # turns that never got turn.finished (not in the finish gap figures)
+    whole_turns: int  # every event exactly once, in order, and turn.finished "complete"
     client_cpu_share: float  # of one core, over the run
-    server_cpu_share: float
+    server_cpu_share: float  # master + workers
     upstream_cpu_share: float
-    server_rss_peak_kib: int
+    server_cpu_us_per_event: float  # server CPU over the run / events delivered
+    server_rss_peak_kib: int  # master + workers
     statuses: dict[str, int]
     seqs_ok: bool
+
+    @property
+    def delivered_share(self) -> float:
+        """Delivered events/s (events / wall) over offered (chats x rate)."""
+        return self.events_per_second / self.offered_per_second
 
 
 async def concurrent_turns(
@@ -561,6 +662,8 @@ async def concurrent_turns(
     )
     total = sum(r.events for r in results)
     wall = max(r.last_event_at for r in results) - first_ask
+    first_events = sorted(r.first_event_after for r in results)
+    gaps = sorted(r.finished_at - r.last_event_at for r in results if r.finished_at)
     statuses: dict[str, int] = {}
     for r in results:
         statuses[r.status] = statuses.get(r.status, 0) + 1
@@ -574,11 +677,17 @@ async def concurrent_turns(
         p99_ms=percentile(latencies, 99) * 1000,
         p99_steady_ms=percentile(steady, 99) * 1000,
         max_ms=latencies[-1] * 1000 if latencies else float("nan"),
-        first_event_p50_ms=median([r.first_event_after for r in results]) * 1000,
-        first_event_max_ms=max(r.first_event_after for r in results) * 1000,
+        first_event_p50_ms=median(first_events) * 1000,
+        first_event_p99_ms=percentile(first_events, 99) * 1000,
+        first_event_max_ms=first_events[-1] * 1000,
+        finish_gap_p99_ms=percentile(gaps, 99) * 1000,
+        finish_gap_max_ms=gaps[-1] * 1000 if gaps else float("nan"),
+        unfinished=chats - len(gaps),
+        whole_turns=sum(ChatSocket.whole(r, events) for r in results),
         client_cpu_share=client_cpu / elapsed,
         server_cpu_share=server_cpu / elapsed,
         upstream_cpu_share=upstream_cpu / elapsed,
+        server_cpu_us_per_event=server_cpu / total * 1e6 if total else float("nan"),
         server_rss_peak_kib=max(samples) if samples else 0,
         statuses=statuses,
         seqs_ok=all(r.seqs_ok for r in results) and total == chats * events,
@@ -605,22 +714,6 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()} "
-        f"({platform.python_implementation()}), {platform.system()} {platform.release()}, "
-        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-    )
 
 
 def invocation() -> str:

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _machine import cpu_model
 from markdown_it import MarkdownIt
 
 from chats.agent import bigdata as bigdata_adapter
@@ -142,7 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure")
     args = parser.parse_args()
-    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {_cpu_model()}")
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {cpu_model()}")
     scaling: dict[bool, dict[str, float]] = {}
     for collector in (True, False):
         small = measure(1, args.repeat, collector=collector)
@@ -159,16 +161,6 @@ def main() -> None:
         f"10x input within 12x time: HTML {scaling[True]['html']:.1f}x, "
         f"{scaling[False]['html']:.1f}x with the collector paused"
     )
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _machine import cpu_model
 
 from citations import claims
 from citations.claims import check_claim, summarise
@@ -114,7 +117,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure")
     parser.add_argument("--claims", type=int, default=2000)
     args = parser.parse_args()
-    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {_cpu_model()}")
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {cpu_model()}")
     print(f"load average {os.getloadavg()[0]:.1f} (wall times suffer on a shared machine)")
     answer, cited, changed = synthetic(args.claims, 400, random.Random(42))
     passage_chars = sum(len(p) for _, passages in cited for p in passages)
@@ -162,16 +165,6 @@ def main() -> None:
     print("  summary: ", summarise(checks))
     cold_cpu = runs["check, cold cache"][1]
     print(f"goal: all claims checked under 1 s: {cold_cpu:.3f} s CPU cold")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -1,34 +1,65 @@
 """Time the streaming path end to end: stand-in agent → real site → websocket clients.
 
-    .venv/bin/python bench/streaming.py [--repeat N] [--skip-services]
+    .venv/bin/python bench/streaming.py [--parts 1,2,3,2b] [--workers 1,2,4] [--skip-services]
 
-The site runs under uvicorn in its own process on a fresh SQLite database with the in-memory
-channel layer; the scripted stand-in agent (demo_agent.scripted, via bench/_site.py) in another;
-every websocket client in this one, on one uvloop event loop. Three measurements:
+The site runs as in production (`python -m researchsite.serve`, uvicorn) in its own process on a
+fresh database; the scripted stand-in agent (demo_agent.scripted, via bench/_site.py) in another;
+every websocket client in this one, on one uvloop event loop. The parts:
 
 1. One 5,000-event run over the site's websocket (ask → turn.finished) against reading and
-   parsing the same stream straight from the stand-in with `chats.agent.sse.aiter_events`.
-   Goal: site ≤ 1.5x the direct read.
-2. 1, 50 and 200 concurrent chats, one turn each, every upstream paced at 50 events/s: events/s
-   delivered, and the latency the site adds (stand-in send time → client receive time, per
-   ANSWER). Goal: p99 under 100 ms at 200 chats.
+   parsing the same stream straight from the stand-in with `chats.agent.sse.aiter_events`
+   (SQLite, in-memory channel layer, 1 worker).
+2. 1, 50 and 200 concurrent chats, one turn each, every upstream paced at 50 events/s for 150
+   events (SQLite, in-memory channel layer, 1 worker): events/s delivered, the latency the site
+   adds (stand-in send time → client receive time, per ANSWER), ask → first event, whole turns,
+   turn.finished after the last event, server CPU per relayed event.
 3. Server memory per concurrent streaming turn, on a fresh server: (RSS during - RSS idle) / N.
+2b. 200 chats on PostgreSQL + the Redis channel layer (db 14 of 127.0.0.1:6379, flushed before
+   each server) with 1, 2 and 4 uvicorn workers (`--workers`), a fresh database per server.
+   Skipped with `--skip-services` or when PostgreSQL / Redis do not answer.
+2c. (only with `--parts 2c`) 200 chats with persistent database connections.
 
-With PostgreSQL and Redis on their default loopback ports, the 200-chat case runs once more on
-them (`--skip-services` to skip). Every figure is printed; nothing passes or fails. Not a test.
+Then one line per goal, met or missed, with its figure (issue #13); a goal whose part did not
+run says so. The goals, on this machine, in the same run:
+
+G1. PostgreSQL + Redis, 2 workers, 200 chats x 50 events/s x 150 events: ≥ 95% of the offered
+    events/s delivered, added latency p99 ≤ 250 ms, ask → first event p99 ≤ 1 s, every turn
+    whole (all events, in order, exactly once, turn.finished "complete") with turn.finished
+    ≤ 1 s after its last event (p99 and max).
+G2. SQLite + in-memory channel layer, 1 worker, the same load: ≥ 95% delivered, p99 ≤ 250 ms.
+G3. The 5,000-event stream: site ≤ 1.3x the direct read (medians).
+G4. Server CPU per relayed event ≤ 80 µs (judged on G2's run, printed for G1's too; the CPU of
+    uvicorn's master and all its workers), and memory per streaming turn ≤ 200 KiB (part 3).
+
+Delivered events/s = events received / (last event received - first ask sent); offered =
+chats x rate. The goals are judged at the largest `--concurrency` (200 by default). Nothing
+fails the process. Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _site as bench
+
+REDIS_URL = "redis://127.0.0.1:6379/14"  # the bench's own Redis database, flushed per server
+DELIVERED_GOAL = 0.95  # of the offered events/s
+P99_GOAL_MS = 250
+FIRST_EVENT_GOAL_MS = 1000
+FINISH_GAP_GOAL_MS = 1000
+RATIO_GOAL = 1.3
+CPU_GOAL_US = 80
+MEMORY_GOAL_KIB = 200
+GOAL_WORKERS = 2  # G1's server
+GOAL_LOAD = (200, 50.0, 150)  # chats, events/s per turn, events per turn
 
 
 def parse_args() -> argparse.Namespace:
@@ -40,11 +71,29 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=50.0, help="events/s of each paced turn")
     parser.add_argument("--memory-chats", type=int, default=200, help="turns for the RSS figure")
     parser.add_argument("--skip-services", action="store_true", help="skip PostgreSQL + Redis")
-    parser.add_argument("--parts", default="1,2,3,2c,2b", help="which measurements to run")
-    return parser.parse_args()
+    parser.add_argument(
+        "--workers", default="1,2,4", help="uvicorn workers to try in part 2b (comma list)"
+    )
+    parser.add_argument("--parts", default="1,2,3,2b", help="which parts to run (also 2c)")
+    args = parser.parse_args()
+    args.chat_counts = [int(n) for n in args.concurrency.split(",")]
+    args.goal_chats = max(args.chat_counts)
+    args.worker_counts = [int(n) for n in args.workers.split(",")]
+    return args
 
 
-async def long_stream(site: bench.Site, upstream: bench.Upstream, args) -> None:
+@dataclass
+class Findings:
+    """What the goals are judged on, filled in by the parts that ran."""
+
+    ratio: float | None = None  # part 1
+    sqlite: bench.ConcurrentResult | None = None  # part 2, at the goal's chats
+    memory_kib: float | None = None  # part 3
+    services: dict[int, bench.ConcurrentResult] = field(default_factory=dict)  # 2b, by workers
+    services_skipped: str = "part 2b not run"
+
+
+async def long_stream(site: bench.Site, upstream: bench.Upstream, args) -> float:
     print(f"\n## 1. One {args.events:,}-event stream: site websocket vs direct read\n")
     rows = []
     site_times, direct_times = [], []
@@ -85,10 +134,11 @@ async def long_stream(site: bench.Site, upstream: bench.Upstream, args) -> None:
         )
     )
     print(
-        f"\nGoal ratio ≤ 1.5: {'met' if site_median / direct_median <= 1.5 else 'MISSED'} "
-        f"(median ratio {site_median / direct_median:.2f}; websocket compression: "
-        f"{turn.compression}; site throughput {args.events / site_median:,.0f} events/s)"
+        f"\nMedian ratio {site_median / direct_median:.2f} (goal ≤ {RATIO_GOAL:g}); websocket "
+        f"compression: {turn.compression}; site throughput {args.events / site_median:,.0f} "
+        "events/s"
     )
+    return site_median / direct_median
 
 
 def concurrency_row(result: bench.ConcurrentResult, label: str = "") -> list[str]:
@@ -97,13 +147,17 @@ def concurrency_row(result: bench.ConcurrentResult, label: str = "") -> list[str
         label or str(result.chats),
         f"{result.events:,}",
         f"{result.offered_per_second:,.0f}",
-        f"{result.events_per_second:,.0f}",
+        f"{result.events_per_second:,.0f} ({result.delivered_share:.0%})",
         f"{result.p50_ms:.1f}",
         f"{result.p99_ms:.1f}",
         f"{result.p99_steady_ms:.1f}",
         f"{result.max_ms:.0f}",
-        f"{result.first_event_p50_ms:.0f} / {result.first_event_max_ms:.0f}",
+        f"{result.first_event_p50_ms:.0f} / {result.first_event_p99_ms:.0f} / "
+        f"{result.first_event_max_ms:.0f}",
+        f"{result.finish_gap_p99_ms:.0f} / {result.finish_gap_max_ms:.0f}",
+        f"{result.whole_turns}/{result.chats}",
         f"{result.server_cpu_share:.0%}",
+        f"{result.server_cpu_us_per_event:.0f}",
         f"{result.client_cpu_share:.0%}",
         f"{result.upstream_cpu_share:.0%}",
         statuses + ("" if result.seqs_ok else "; EVENTS MISSING"),
@@ -114,46 +168,48 @@ CONCURRENCY_HEADERS = [
     "chats",
     "events",
     "offered ev/s",
-    "delivered ev/s",
+    "delivered ev/s (of offered)",
     "added p50 (ms)",
     "added p99 (ms)",
     "p99 after 1 s (ms)",
     "max (ms)",
-    "ask → 1st event p50 / max (ms)",
+    "ask → 1st event p50 / p99 / max (ms)",
+    "turn.finished after last event p99 / max (ms)",
+    "whole turns",
     "server CPU",
+    "server CPU µs/event",
     "client CPU",
     "stand-in CPU",
     "outcome",
 ]
 
+TABLE_NOTES = (
+    "CPU columns are shares of one core over the run (2 cores in all); server CPU µs/event is "
+    "server CPU seconds over the run / events delivered (uvicorn's master and all its workers). "
+    "Added latency is stand-in send time → client receive time, per ANSWER event. Whole turns: "
+    'every event exactly once, in order, and turn.finished "complete".'
+)
 
-async def concurrency(site: bench.Site, upstream: bench.Upstream, args) -> None:
+
+async def concurrency(site: bench.Site, upstream: bench.Upstream, args, findings: Findings) -> None:
     print(
         f"\n## 2. Concurrent chats, one turn each, {args.turn_events} events at "
-        f"{args.rate:g} events/s per turn\n"
+        f"{args.rate:g} events/s per turn (SQLite, in-memory channel layer, 1 worker)\n"
     )
     rows = []
-    goal = None
-    for chats in [int(n) for n in args.concurrency.split(",")]:
+    for chats in args.chat_counts:
         result = await bench.concurrent_turns(
             site, upstream, chats=chats, events=args.turn_events, rate=args.rate
         )
         rows.append(concurrency_row(result))
-        if chats == 200:
-            goal = result.p99_ms
+        if chats == args.goal_chats:
+            findings.sqlite = result
         await asyncio.sleep(1)  # let the finished turns' writes settle
     print(bench.table(CONCURRENCY_HEADERS, rows))
-    print(
-        "\nCPU columns are shares of one core over the run (2 cores in all). Added latency is "
-        "stand-in send time → client receive time, per ANSWER event."
-    )
-    if goal is not None:
-        print(
-            f"Goal p99 < 100 ms at 200 chats: {'met' if goal < 100 else 'MISSED'} ({goal:.0f} ms)"
-        )
+    print(f"\n{TABLE_NOTES}")
 
 
-async def memory(site: bench.Site, upstream: bench.Upstream, args) -> None:
+async def memory(site: bench.Site, upstream: bench.Upstream, args) -> float:
     n = args.memory_chats
     print(f"\n## 3. Server memory per concurrent streaming turn ({n} turns, fresh server)\n")
     await bench.one_long_turn(site, 200)  # warm: imports, templates, connections
@@ -185,30 +241,142 @@ async def memory(site: bench.Site, upstream: bench.Upstream, args) -> None:
         f"connection, the run's task and pending events. ({result.events:,} events delivered, "
         f"p99 {result.p99_ms:.0f} ms)"
     )
+    return (peak - idle) / n
 
 
-async def services(upstream: bench.Upstream, args) -> None:
-    print("\n## 2b. 200 chats on PostgreSQL + the Redis channel layer (uvicorn, one process)\n")
-    database = bench.Database("postgres")
-    try:
-        extra = {"REDIS_URL": "redis://127.0.0.1:6379/15"}
-        with bench.Site("uvicorn", upstream.url, database, chats=260, extra_env=extra) as site:
-            print(f"    {site.command_line()}\n")
-            await bench.one_long_turn(site, 200)
-            rows = []
-            for chats in (50, 200):
+async def services(upstream: bench.Upstream, args, findings: Findings) -> None:
+    chats = args.goal_chats
+    print(
+        f"\n## 2b. {chats} chats on PostgreSQL + the Redis channel layer, uvicorn with "
+        f"{', '.join(map(str, args.worker_counts))} workers\n"
+    )
+    rows = []
+    for workers in args.worker_counts:
+        database = bench.Database("postgres")
+        bench.flush_redis(REDIS_URL)
+        warm = 4 * workers  # a few turns at once, so that every worker has served one
+        try:
+            with bench.Site(
+                "uvicorn",
+                upstream.url,
+                database,
+                chats=chats + warm + 5,
+                workers=workers,
+                extra_env={"REDIS_URL": REDIS_URL},
+            ) as site:
+                print(f"    {site.command_line()}")
+                await bench.one_long_turn(site, 200)
+                await bench.concurrent_turns(site, upstream, chats=warm, events=20, rate=100)
+                await asyncio.sleep(1)
                 result = await bench.concurrent_turns(
                     site, upstream, chats=chats, events=args.turn_events, rate=args.rate
                 )
-                rows.append(concurrency_row(result))
-                await asyncio.sleep(1)
-            print(bench.table(CONCURRENCY_HEADERS, rows))
-            print(
-                "\n'NO turn.finished': every event arrived but the final frame never did "
-                f"(waited {bench.FINISH_GRACE:g} s after the last event; docs/PERFORMANCE.md)."
+                findings.services[workers] = result
+                label = f"{chats}, {workers} worker{'s' if workers > 1 else ''}"
+                rows.append(concurrency_row(result, label))
+        finally:
+            database.drop()
+    print()
+    print(bench.table(CONCURRENCY_HEADERS, rows))
+    print(
+        f"\n{TABLE_NOTES} A fresh database and an empty Redis database per server. "
+        "'NO turn.finished': every event arrived but the final frame never did "
+        f"(waited {bench.FINISH_GRACE:g} s after the last event; docs/PERFORMANCE.md)."
+    )
+
+
+def goal_line(met: bool | None, text: str) -> str:
+    """One goal's line: met, MISSED or skipped (None)."""
+    word = "skipped" if met is None else "met" if met else "MISSED"
+    return f"GOAL {word:<7} {text}"
+
+
+def at_most(value: float, limit: float) -> bool:
+    return not math.isnan(value) and value <= limit
+
+
+def goals(args, findings: Findings) -> list[str]:
+    """One line per goal of issue #13, met or missed, with its figure."""
+    lines = []
+    g1_name = f"PostgreSQL + Redis, {GOAL_WORKERS} workers, {args.goal_chats} chats"
+    g1 = findings.services.get(GOAL_WORKERS)
+    if g1 is None:
+        why = findings.services_skipped
+        if why == "" and GOAL_WORKERS not in args.worker_counts:
+            why = f"part 2b not run with {GOAL_WORKERS} workers"
+        for what in ("delivered", "added latency p99", "ask → first event p99", "whole turns"):
+            lines.append(goal_line(None, f"{g1_name}: {what} ({why})"))
+    else:
+        lines += concurrency_goals(g1_name, g1)
+        gap = f"p99 {g1.finish_gap_p99_ms:,.0f} ms, max {g1.finish_gap_max_ms:,.0f} ms"
+        if g1.unfinished:
+            gap += f" ({g1.unfinished} turns never got turn.finished)"
+        lines += [
+            goal_line(
+                at_most(g1.first_event_p99_ms, FIRST_EVENT_GOAL_MS),
+                f"{g1_name}: ask → first event p99 {g1.first_event_p99_ms:,.0f} ms "
+                f"(≤ {FIRST_EVENT_GOAL_MS:,} ms)",
+            ),
+            goal_line(
+                g1.whole_turns == g1.chats and at_most(g1.finish_gap_max_ms, FINISH_GAP_GOAL_MS),
+                f"{g1_name}: {g1.whole_turns}/{g1.chats} whole, turn.finished ≤ "
+                f"{FINISH_GAP_GOAL_MS / 1000:g} s after last event: {gap}",
+            ),
+        ]
+    g2_name = f"SQLite + in-memory layer, 1 worker, {args.goal_chats} chats"
+    g2 = findings.sqlite
+    if g2 is None:
+        for what in ("delivered", "added latency p99"):
+            lines.append(goal_line(None, f"{g2_name}: {what} (part 2 not run)"))
+    else:
+        lines += concurrency_goals(g2_name, g2)
+    if findings.ratio is None:
+        lines.append(goal_line(None, f"one {args.events:,}-event stream (part 1 not run)"))
+    else:
+        lines.append(
+            goal_line(
+                findings.ratio <= RATIO_GOAL,
+                f"one {args.events:,}-event stream: site {findings.ratio:.2f}x the direct read "
+                f"(≤ {RATIO_GOAL:g}x)",
             )
-    finally:
-        database.drop()
+        )
+    also = f"; {g1_name}: {g1.server_cpu_us_per_event:,.0f} µs" if g1 else ""
+    if g2 is None:
+        lines.append(goal_line(None, f"server CPU per relayed event (part 2 not run{also})"))
+    else:
+        lines.append(
+            goal_line(
+                at_most(g2.server_cpu_us_per_event, CPU_GOAL_US),
+                f"server CPU per relayed event: {g2.server_cpu_us_per_event:,.0f} µs on "
+                f"{g2_name} (≤ {CPU_GOAL_US} µs){also}",
+            )
+        )
+    if findings.memory_kib is None:
+        lines.append(goal_line(None, "server memory per streaming turn (part 3 not run)"))
+    else:
+        lines.append(
+            goal_line(
+                findings.memory_kib <= MEMORY_GOAL_KIB,
+                f"server memory per streaming turn: {findings.memory_kib:.0f} KiB "
+                f"(≤ {MEMORY_GOAL_KIB} KiB; {args.memory_chats} turns, 1 worker)",
+            )
+        )
+    return lines
+
+
+def concurrency_goals(name: str, result: bench.ConcurrentResult) -> list[str]:
+    return [
+        goal_line(
+            result.delivered_share >= DELIVERED_GOAL,
+            f"{name}: delivered {result.delivered_share:.0%} of offered "
+            f"({result.events_per_second:,.0f} of {result.offered_per_second:,.0f} events/s; "
+            f"≥ {DELIVERED_GOAL:.0%})",
+        ),
+        goal_line(
+            at_most(result.p99_ms, P99_GOAL_MS),
+            f"{name}: added latency p99 {result.p99_ms:,.0f} ms (≤ {P99_GOAL_MS} ms)",
+        ),
+    ]
 
 
 async def persistent_connections(upstream: bench.Upstream, args) -> None:
@@ -237,24 +405,24 @@ async def persistent_connections(upstream: bench.Upstream, args) -> None:
 async def main(loop_name: str) -> None:
     args = parse_args()
     parts = set(args.parts.split(","))
+    findings = Findings()
     print("# Streaming benchmark\n")
     print(f"Machine: {bench.machine()}")
     print(f"Command: {bench.invocation()}")
     print(f"Clients: one process, {loop_name} event loop, `websockets` + httpx")
     started = time.monotonic()
-    concurrency_total = sum(int(n) for n in args.concurrency.split(","))
     with bench.Upstream() as upstream:
         if parts & {"1", "2"}:
             database = bench.Database("sqlite")
             try:
-                chats = args.repeat + concurrency_total + 5
+                chats = args.repeat + sum(args.chat_counts) + 5
                 with bench.Site("uvicorn", upstream.url, database, chats=chats) as site:
                     print(f"Site:    {site.command_line()}")
                     await bench.one_long_turn(site, 500)  # warm-up, not measured
                     if "1" in parts:
-                        await long_stream(site, upstream, args)
+                        findings.ratio = await long_stream(site, upstream, args)
                     if "2" in parts:
-                        await concurrency(site, upstream, args)
+                        await concurrency(site, upstream, args, findings)
             finally:
                 database.drop()
         if "3" in parts:
@@ -262,19 +430,30 @@ async def main(loop_name: str) -> None:
             try:
                 chats = args.memory_chats + 5
                 with bench.Site("uvicorn", upstream.url, database, chats=chats) as site:
-                    await memory(site, upstream, args)
+                    findings.memory_kib = await memory(site, upstream, args)
             finally:
                 database.drop()
-        if "2c" in parts:
-            await persistent_connections(upstream, args)
         if "2b" not in parts:
             pass
         elif args.skip_services:
+            findings.services_skipped = "part 2b skipped: --skip-services"
             print("\n(PostgreSQL + Redis run skipped: --skip-services)")
         elif not bench.services_available():
+            findings.services_skipped = "part 2b skipped: PostgreSQL / Redis not reachable"
             print("\n(PostgreSQL + Redis run skipped: not reachable on 127.0.0.1:5432 / :6379)")
         else:
-            await services(upstream, args)
+            findings.services_skipped = ""
+            await services(upstream, args, findings)
+        if "2c" in parts:
+            await persistent_connections(upstream, args)
+    print("\n## Goals\n")
+    chats, rate, events = GOAL_LOAD
+    if (args.goal_chats, args.rate, args.turn_events) != GOAL_LOAD:
+        print(
+            f"(The goals are set at {chats} chats x {rate:g} events/s x {events} events; this "
+            f"run: {args.goal_chats} x {args.rate:g} x {args.turn_events}.)\n"
+        )
+    print("\n".join(goals(args, findings)))
     print(f"\nTotal time: {time.monotonic() - started:.0f} s")
 
 

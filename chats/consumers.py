@@ -1,23 +1,42 @@
 """The chat page's websocket: ask, stop, and follow a chat's turns live or from a cursor.
 
 The consumer stays thin: frames are decoded and built by `protocol.py`, limits live in
-`sockets.py` and `services.turn_start`, and group frames are forwarded as they come. Per
-connection it remembers the last seq sent for each turn, so live frames and log replays
-interleave with no gap and no duplicate.
+`sockets.py` and `services.turn_start`, and the chat's frames come from `relay.py`, already
+encoded, and are forwarded as they are.
+
+Everything the page is sent about its turns goes through one queue, the outbox, written by one
+task, in order: live frames, replies to `sync`, and catch-ups from the event log. Per connection
+it remembers the last seq sent for each turn, so a frame that does not follow on from it (a gap:
+something was lost on the way) is not sent; the page is caught up from the log instead, which
+holds every event before it is relayed. A page that reads slower than its turns stream has its
+queued event frames dropped, never silently: the same catch-up sends what they carried.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from typing import Any
+from collections import deque
+from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from . import protocol
-from .protocol import Ask, ErrorCode, EventView, FrameError, Stop, Sync
-from .runner import get_registry, publish_turn_started, request_stop, turn_frame
+from .agent.client import AgentRequest
+from .agent.providers import ProviderRequest
+from .models import Turn
+from .protocol import Ask, ErrorCode, EventView, FrameError, Stop, Sync, TurnCardFrame
+from .relay import RelayFrame, get_relay
+from .runner import (
+    get_registry,
+    publish_turn_started,
+    request_stop,
+    turn_card_frame,
+    turn_card_frames,
+)
 from .selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
 from .services import TurnStartError, turn_start
 from .sockets import FrameRate, get_socket_leases, socket_close, socket_open
@@ -29,6 +48,8 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 REPLAY_CHUNK = 1000
+CATCH_UP = "catch-up"  # an outbox item: frames may have been lost; catch up from the log
+DROPPABLE = frozenset({"turn.events", "turn.notice"})  # what a page that falls behind loses
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -38,7 +59,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.counted = False
         self.cursors: dict[int, int] = {}
         self.announced: set[int] = set()  # turns this page has been sent a card for
+        self.newest_turn_id = 0  # the newest turn the page is known to show
         self.frame_rate = FrameRate(settings.WS_MAX_FRAMES_PER_SECOND)
+        self.outbox: deque[RelayFrame | Sync | str] = deque()
+        self.outbox_ready = asyncio.Event()
+        self.writer: asyncio.Task | None = None
+        self.relay = None
         user = self.scope.get("user")
         chat_id = self.scope["url_route"]["kwargs"]["chat_id"]
         # Accept first so the page receives the reason and the close code; a refused
@@ -68,11 +94,20 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.counted = True
         get_socket_leases().hold(self.channel_name)
         self.chat = chat
-        self.groups_joined = [protocol.chat_group(chat.pk), protocol.user_group(user.pk)]
+        self.groups_joined = [protocol.user_group(user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
+        self.writer = asyncio.create_task(self._write_forever(), name=f"page-{self.channel_name}")
+        self.joined_chat_id = chat.pk
+        self.relay = get_relay()
+        await self.relay.join(chat.pk, self)
 
     async def disconnect(self, code: int) -> None:
+        if self.relay is not None:
+            await self.relay.leave(self.joined_chat_id, self)
+        if self.writer is not None:
+            self.writer.cancel()
+            await asyncio.gather(self.writer, return_exceptions=True)
         if self.counted:
             get_socket_leases().release(self.channel_name)
             await database_sync_to_async(socket_close)(channel_name=self.channel_name)
@@ -106,7 +141,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             elif isinstance(frame, Stop):
                 await self.handle_stop(frame)
             elif isinstance(frame, Sync):
-                await self.handle_sync(frame)
+                self.newest_turn_id = max(self.newest_turn_id, frame.newest_turn_id)
+                self._queue(frame)  # answered in order with the live frames
         except FrameError as refused:
             await self.send_json(protocol.error(refused.code, str(refused)))
         except Exception:  # one bad frame must not take the page's socket down with it
@@ -118,8 +154,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if not await self._session_is_alive():
             await self.session_end({})
             return
-        try:
-            turn, request = await database_sync_to_async(turn_start)(
+
+        def start() -> tuple[Turn, AgentRequest | ProviderRequest, TurnCardFrame]:
+            """Start the turn and render its card, in one trip to the database thread."""
+            turn, request = turn_start(
                 chat=self.chat,
                 question=frame.message,
                 research_effort=frame.research_effort,
@@ -127,10 +165,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 restart=frame.restart,
                 options=frame.options,
             )
+            return turn, request, turn_card_frame("turn.started", turn)
+
+        try:
+            turn, request, started = await database_sync_to_async(start)()
         except TurnStartError as refused:
             raise FrameError(str(refused), refused.code) from refused
         self.cursors[turn.pk] = 0
-        await publish_turn_started(turn)
+        await publish_turn_started(turn, started)
         await get_registry().start(turn, request)
 
     async def handle_stop(self, frame: Stop) -> None:
@@ -147,11 +189,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             chat_id=self.chat.pk, known=list(frame.cursors), newer_than=frame.newest_turn_id
         )
         for turn in turns:
+            kinds: tuple[Literal["turn.started", "turn.finished"], ...] = ()
             if turn.pk not in frame.cursors and turn.pk not in self.announced:
                 self.announced.add(turn.pk)
-                await self.send_json(await turn_frame("turn.started", turn))
+                kinds += ("turn.started",)
             if turn.is_finished:
-                await self.send_json(await turn_frame("turn.finished", turn))
+                self.cursors.pop(turn.pk, None)
+                kinds += ("turn.finished",)
+            if kinds:  # one render of the card serves both frames
+                for card in await database_sync_to_async(turn_card_frames)(turn, kinds):
+                    await self.send_json(card)
+            if turn.is_finished:
                 continue
             after = frame.cursors.get(turn.pk, 0)
             self.cursors[turn.pk] = max(self.cursors.get(turn.pk, 0), after)
@@ -175,6 +223,87 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             self.cursors[turn_id] = fresh[-1]["seq"]
             await self.send_json(protocol.turn_events(turn_id, fresh))
 
+    async def catch_up(self) -> None:
+        """Re-read the log for every turn this page follows, as a `sync` of its own cursors."""
+        known = self.announced | set(self.cursors)
+        newest = max(self.newest_turn_id, max(known, default=0))
+        if not self.cursors and not newest:
+            return  # the page follows nothing yet: its first sync reads the log anyway
+        await self.handle_sync(Sync(cursors=dict(self.cursors), newest_turn_id=newest))
+
+    # --- The outbox: the one writer of the page's turns -----------------------------------
+
+    def deliver(self, frame: RelayFrame) -> None:
+        """A frame of this chat, from the relay (relay.Subscriber)."""
+        if len(self.outbox) >= settings.WS_MAX_QUEUED_FRAMES:
+            self._fall_behind()
+        self._queue(frame)
+
+    def missed(self) -> None:
+        """The relay may have lost frames of this chat (relay.Subscriber)."""
+        self._queue(CATCH_UP)
+
+    def _queue(self, item: RelayFrame | Sync | str) -> None:
+        self.outbox.append(item)
+        self.outbox_ready.set()
+
+    def _fall_behind(self) -> None:
+        """The page reads slower than its turns stream: drop what the log can give back."""
+        kept = [f for f in self.outbox if not (isinstance(f, RelayFrame) and f.kind in DROPPABLE)]
+        if CATCH_UP not in kept:  # once per episode: a slow page must not flood the log
+            logger.warning(
+                "A page of chat %s fell %d frames behind; it catches up from the event log",
+                self.joined_chat_id,
+                len(self.outbox) - len(kept),
+            )
+            kept.append(CATCH_UP)
+        self.outbox = deque(kept)
+
+    async def _write_forever(self) -> None:
+        while True:
+            await self.outbox_ready.wait()
+            self.outbox_ready.clear()
+            while self.outbox:
+                item = self.outbox.popleft()
+                try:
+                    await self._write(item)
+                except FrameError as refused:
+                    await self.send_json(protocol.error(refused.code, str(refused)))
+                except Exception:  # the socket may be gone: its disconnect ends this task
+                    logger.warning(
+                        "Writing to a page of chat %s failed", self.joined_chat_id, exc_info=True
+                    )
+                    failed = "Something went wrong on our side. Reload the page to catch up."
+                    with contextlib.suppress(Exception):
+                        await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
+
+    async def _write(self, item: RelayFrame | Sync | str) -> None:
+        if self.chat is None:
+            return  # refused: the socket is closing
+        if item == CATCH_UP:
+            await self.catch_up()
+        elif isinstance(item, Sync):
+            await self.handle_sync(item)
+        elif item.kind == "turn.events":
+            cursor = self.cursors.get(item.turn_id)
+            if cursor is None or item.last_seq <= cursor:
+                return  # a turn the page has not synced yet, or events it has
+            if item.first_seq == cursor + 1:
+                self.cursors[item.turn_id] = item.last_seq
+                await self.send(text_data=item.text)
+            else:  # a gap: the log holds what was lost, and this frame's events too
+                await self._replay(item.turn_id)
+        elif item.kind == "turn.started":
+            if item.turn_id in self.announced:
+                return
+            self.announced.add(item.turn_id)
+            self.cursors.setdefault(item.turn_id, 0)
+            await self.send(text_data=item.text)
+        else:  # turn.notice, turn.finished
+            if item.kind == "turn.finished":
+                self.cursors.pop(item.turn_id, None)
+            await self.send(text_data=item.text)
+
     async def _session_is_alive(self) -> bool:
         """Return False once the session this socket opened with has ended (a logout).
 
@@ -188,25 +317,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         key = session.session_key
         return bool(key) and await database_sync_to_async(session.exists)(key)
 
-    # --- Messages from the chat's and the user's groups -----------------------------------
-
-    async def turn_started(self, message: dict[str, Any]) -> None:
-        if message["turn_id"] in self.announced:
-            return
-        self.announced.add(message["turn_id"])
-        self.cursors.setdefault(message["turn_id"], 0)
-        await self.send_json(message)
-
-    async def turn_events(self, message: dict[str, Any]) -> None:
-        # A turn the page has not synced yet is replayed from the log when it does.
-        if message["turn_id"] in self.cursors:
-            await self._send_events(message["turn_id"], message["events"])
-
-    async def turn_notice(self, message: dict[str, Any]) -> None:
-        await self.send_json(message)
-
-    async def turn_finished(self, message: dict[str, Any]) -> None:
-        await self.send_json(message)
+    # --- Messages from the user's group -------------------------------------------------
 
     async def session_end(self, message: dict[str, Any]) -> None:
         await self.refuse(

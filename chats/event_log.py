@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import groupby
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -26,7 +27,8 @@ from django.utils import timezone
 
 from .agent.events import AgentEvent
 from .models import TurnEvent
-from .protocol import chat_group, event_view, publish, turn_events
+from .per_loop import PerLoop
+from .protocol import event_view, publish_to_chats, turn_events
 
 logger = logging.getLogger(__name__)
 
@@ -198,49 +200,75 @@ class EventLog:
             except Exception:  # flush handles write errors; this is a bug, not a bad event
                 logger.exception("Flushing the event log failed")
 
+    async def close(self) -> None:
+        """Write what is pending, stop the flusher, and close the writer's database connection.
 
-@database_sync_to_async
-def _write(batch: list[PendingEvent]) -> None:
-    # One executemany rather than bulk_create: compiling the INSERT field by field, row by row,
-    # took most of the flusher's time, and that time is taken from every stream being read
-    # (the flusher's thread shares the GIL with the event loop). bench/streaming.py measures it.
+        The server's shutdown calls this so that no write outlives it: a write still running on
+        the writer's thread after the loop has gone would race whatever the database sees next.
+        """
+        await self.flush()  # waits for a flush in progress, then writes anything left
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        await _close_writer_connection()
+
+
+def _write_now(batch: list[PendingEvent]) -> None:
+    """Insert the batch in one transaction: COPY on PostgreSQL, one executemany on SQLite.
+
+    Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
+    time, and that time is taken from every stream being read (the writer's thread shares the
+    GIL with the event loop). COPY costs 8 µs of CPU per row where executemany costs 21
+    (docs/PERFORMANCE.md). Both store the data as json.dumps writes it, as JSONField would.
+    """
     db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
-    data = TurnEvent._meta.get_field("data")
-    received_at = db.ops.adapt_datetimefield_value(timezone.now())
+    now = timezone.now()
     table = db.ops.quote_name(TurnEvent._meta.db_table)
+    columns = "(turn_id, seq, type, data, received_at)"
+    rows = [(p.turn_id, p.seq, p.event.type[:40], json.dumps(p.data), now) for p in batch]
     with transaction.atomic(), db.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} (turn_id, seq, type, data, received_at)"  # noqa: S608 (our table)
-            " VALUES (%s, %s, %s, %s, %s)",
-            [
-                (
-                    p.turn_id,
-                    p.seq,
-                    p.event.type[:40],
-                    data.get_db_prep_save(p.data, db),
-                    received_at,
-                )
-                for p in batch
-            ],
-        )
+        if db.vendor == "postgresql":
+            # The raw cursor's COPY: wrap_database_errors gives its errors Django's classes, so
+            # a transient refusal is still an OperationalError, retried (TRANSIENT_ERRORS).
+            with db.wrap_database_errors, cursor.copy(f"COPY {table} {columns} FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            received_at = db.ops.adapt_datetimefield_value(now)
+            cursor.executemany(
+                f"INSERT INTO {table} {columns} VALUES (%s, %s, %s, %s, %s)",  # noqa: S608
+                [(*row[:4], received_at) for row in rows],
+            )
+
+
+# The log writes on a thread (and database connection) of its own: a burst of asks or finishing
+# answers on the shared database thread must not hold back every stream's events, nor the
+# reverse. On SQLite (WAL, IMMEDIATE transactions) the two threads' writes then wait for each
+# other in SQLite's busy handler, a few milliseconds, rather than in one queue behind a burst:
+# at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "Wave 3").
+_writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-writer")
+_write = database_sync_to_async(_write_now, thread_sensitive=False, executor=_writer_thread)
+_close_writer_connection = database_sync_to_async(
+    connections.close_all, thread_sensitive=False, executor=_writer_thread
+)
+
+
+def _seq(pending: PendingEvent) -> int:
+    return pending.seq
 
 
 async def _publish(batch: list[PendingEvent]) -> None:
-    by_turn = groupby(sorted(batch, key=lambda p: (p.turn_id, p.seq)), key=lambda p: p.turn_id)
-    for turn_id, items in by_turn:
-        items = list(items)
+    """One frame per turn for the whole tick, all sent together (one round trip on Redis)."""
+    by_turn: dict[int, list[PendingEvent]] = {}
+    for pending in batch:
+        by_turn.setdefault(pending.turn_id, []).append(pending)
+    frames = []
+    for turn_id, items in by_turn.items():
+        items.sort(key=_seq)  # held-back retries come first; a few items per turn per tick
         views = [event_view(p.seq, p.event) for p in items]
-        await publish(chat_group(items[0].chat_id), turn_events(turn_id, views))
+        frames.append((items[0].chat_id, turn_events(turn_id, views)))
+    await publish_to_chats(frames)
 
 
-_logs: dict[asyncio.AbstractEventLoop, EventLog] = {}
-
-
-def get_event_log() -> EventLog:
-    """Return this event loop's EventLog (tests run one loop each; servers run one)."""
-    loop = asyncio.get_running_loop()
-    for stale in [known for known in _logs if known.is_closed()]:
-        del _logs[stale]
-    if loop not in _logs:
-        _logs[loop] = EventLog(settings.EVENT_FLUSH_INTERVAL)
-    return _logs[loop]
+# This event loop's log (tests run one loop each; servers run one).
+get_event_log = PerLoop(lambda: EventLog(settings.EVENT_FLUSH_INTERVAL))

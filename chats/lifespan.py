@@ -1,11 +1,18 @@
-"""ASGI lifespan: recover turns orphaned by a dead process at start-up, end runs at shutdown."""
+"""ASGI lifespan: recover turns orphaned by a dead process at start-up; at shutdown, end runs
+and leave nothing behind (no pending write, indexing pass, Redis subscription or connection)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
+from channels.db import database_sync_to_async
+from django.db import connections
+
 from .agent.providers import preload_sdks
+from .event_log import get_event_log
+from .library.search import get_search_index_queue
+from .relay import close_relay
 from .runner import get_registry, sweep_orphans
 
 logger = logging.getLogger(__name__)
@@ -29,6 +36,22 @@ async def lifespan_app(scope, receive, send) -> None:
                 logger.exception("Loading a provider's SDK failed; it will load on first use")
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await get_registry().shutdown()
+            await shut_down()
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+async def shut_down() -> None:
+    """End this process's runs, then finish the work they left, in the order it depends on."""
+    steps = [
+        get_registry().shutdown,  # each run records itself interrupted and flushes its events
+        get_event_log().close,
+        get_search_index_queue().drain,
+        close_relay,
+        database_sync_to_async(connections.close_all),  # the shared database thread's
+    ]
+    for step in steps:
+        try:
+            await step()
+        except Exception:  # one failed step (say Redis gone) must not skip the others
+            logger.exception("Shutting down: %s failed", getattr(step, "__qualname__", step))

@@ -5,11 +5,12 @@ Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished
 each built by one function here and described by a TypedDict schema that
 `tests/chats/test_protocol.py` checks every built frame against.
 Between server processes: `turn.stop` on a turn's control group, `session.end` on a user's
-group. Group names are made here too, and every sender calls `publish` (Zulip's `send_event`):
-no other module knows how a frame is spelled or how it travels.
+group, over the channel layer (`publish`).
 
-A frame published to a chat's group is exactly the frame its consumers send on: channels
-dispatches it by `type` ("turn.events" → `ChatConsumer.turn_events`), which forwards it.
+Frames for a chat's pages go through `publish_to_chats` (Zulip's `send_event`): each is encoded
+to JSON text here, once, and the relay (`relay.py`) carries the text to every page open on the
+chat, which forwards it unchanged. No other module knows how a frame is spelled or how it
+travels.
 """
 
 from __future__ import annotations
@@ -39,13 +40,9 @@ from .agent.events import (
 )
 from .charts import chart_for_turn
 from .options import OptionsError, QuestionOptions, parse_options
+from .relay import RelayFrame, get_relay
 
 # --- Groups ----------------------------------------------------------------------------------
-
-
-def chat_group(chat_id: int) -> str:
-    """Every page open on a chat: turn cards and their events."""
-    return f"chat.{chat_id}"
 
 
 def control_group(turn_id: int) -> str:
@@ -58,9 +55,29 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
-async def publish(group: str, frame: dict[str, Any]) -> None:
-    """Send `frame` to every member of `group`, in any process (the one way frames travel)."""
-    await get_channel_layer().group_send(group, frame)
+async def publish(group: str, message: dict[str, Any]) -> None:
+    """Send `message` to every member of `group`, in any process (stop requests, logouts)."""
+    await get_channel_layer().group_send(group, message)
+
+
+async def publish_to_chats(frames: list[tuple[int, ChatFrame]]) -> None:
+    """Send each (chat id, frame) to every page open on that chat, in any process, in order."""
+    await get_relay().publish([(chat_id, encode(frame)) for chat_id, frame in frames])
+
+
+async def publish_to_chat(chat_id: int, frame: ChatFrame) -> None:
+    await publish_to_chats([(chat_id, frame)])
+
+
+_encoder = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call
+
+
+def encode(frame: ChatFrame) -> RelayFrame:
+    """The frame as the page receives it, once for every page; seqs kept beside it for order."""
+    text = _encoder.encode(frame)
+    events = frame.get("events")
+    first, last = (events[0]["seq"], events[-1]["seq"]) if events else (0, 0)
+    return RelayFrame(frame["type"], frame["turn_id"], text, first, last)
 
 
 # --- Browser → server ------------------------------------------------------------------------
@@ -271,6 +288,8 @@ class SessionEndMessage(TypedDict):
 
     type: Literal["session.end"]
 
+
+ChatFrame = TurnCardFrame | TurnEventsFrame | TurnNoticeFrame  # what a chat's pages are sent
 
 SERVER_FRAMES: dict[str, type] = {
     "turn.started": TurnCardFrame,

@@ -25,12 +25,14 @@ from .agent.events import AgentEvent, AnswerEvent
 from .agent.providers import ProviderRequest, ProviderStream, open_stream
 from .agent.transcript import Transcript
 from .event_log import EventLog, get_event_log
+from .library.search import get_search_index_queue
 from .models import Turn
+from .per_loop import PerLoop
 from .protocol import (
     TurnCardFrame,
-    chat_group,
     control_group,
     publish,
+    publish_to_chat,
     turn_card,
     turn_notice,
     turn_stop,
@@ -236,8 +238,10 @@ class TurnRun:
         log.forget(self.turn_id)
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
-        try:
-            turn = await database_sync_to_async(turn_finish)(
+
+        def store() -> tuple[Turn | None, TurnCardFrame | None]:
+            """Store the turn and render its final card, in one trip to the database thread."""
+            turn = turn_finish(
                 turn_id=self.turn_id,
                 transcript=self.transcript,
                 status=status,
@@ -245,7 +249,13 @@ class TurnRun:
                 error_kind=error_kind,
                 malformed_lines=stream.malformed_lines,
                 sanitized_events=self.sanitized_events,
+                index_for_search=False,
             )
+            return turn, (_finished_frame_or_none(turn) if turn is not None else None)
+
+        frame = None
+        try:
+            turn, frame = await database_sync_to_async(store)()
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)
             turn = await _fail_unfinishable(
@@ -255,7 +265,8 @@ class TurnRun:
                 " Retry to ask again.",
             )
         if turn is not None:
-            await _publish_finished_safely(turn)
+            await _publish_finished_safely(turn, frame)
+            get_search_index_queue().add(turn.chat_id)
 
     async def _notice_retry(self, message: str, delay: float) -> None:
         if self._deadline is not None:  # waiting out a retry is not the agent falling silent
@@ -263,36 +274,47 @@ class TurnRun:
             idle_until = loop.time() + delay + settings.AGENT_IDLE_TIMEOUT
             self._deadline.reschedule(min(idle_until, self._ends_at))
         notice = turn_notice(self.turn_id, display.retry_notice(message, delay))
-        await publish(chat_group(self.chat_id), notice)
+        await publish_to_chat(self.chat_id, notice)
 
 
 def render_turn_card(turn: Turn) -> str:
     return render_to_string("chats/_turn.html", {"item": branch_turn(turn=turn)})
 
 
+def turn_card_frames(
+    turn: Turn, kinds: tuple[Literal["turn.started", "turn.finished"], ...]
+) -> list[TurnCardFrame]:
+    """Frames that carry the turn's card as the page would render it now, rendered once
+    whatever the number of kinds (database thread)."""
+    html = render_turn_card(turn)
+    return [
+        turn_card(
+            kind,
+            turn_id=turn.pk,
+            parent_id=turn.parent_id,
+            status=turn.status,
+            html=html,
+            chat_title=turn.chat.title if kind == "turn.started" else "",
+        )
+        for kind in kinds
+    ]
+
+
+def turn_card_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:
+    return turn_card_frames(turn, (kind,))[0]
+
+
 async def turn_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:
-    """A frame that carries the turn's card as the page would render it now."""
-
-    def render() -> tuple[str, str]:
-        return render_turn_card(turn), turn.chat.title if kind == "turn.started" else ""
-
-    html, chat_title = await database_sync_to_async(render)()
-    return turn_card(
-        kind,
-        turn_id=turn.pk,
-        parent_id=turn.parent_id,
-        status=turn.status,
-        html=html,
-        chat_title=chat_title,
-    )
+    return await database_sync_to_async(turn_card_frame)(kind, turn)
 
 
-async def publish_turn_started(turn: Turn) -> None:
-    await publish(chat_group(turn.chat_id), await turn_frame("turn.started", turn))
+async def publish_turn_started(turn: Turn, frame: TurnCardFrame | None = None) -> None:
+    """Announce the turn; `frame` when the caller rendered it already."""
+    await publish_to_chat(turn.chat_id, frame or await turn_frame("turn.started", turn))
 
 
-async def publish_turn_finished(turn: Turn) -> None:
-    await publish(chat_group(turn.chat_id), await turn_frame("turn.finished", turn))
+async def publish_turn_finished(turn: Turn, frame: TurnCardFrame | None = None) -> None:
+    await publish_to_chat(turn.chat_id, frame or await turn_frame("turn.finished", turn))
 
 
 class RunRegistry:
@@ -385,9 +407,17 @@ async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:
         return None
 
 
-async def _publish_finished_safely(turn: Turn) -> None:
+def _finished_frame_or_none(turn: Turn) -> TurnCardFrame | None:
     try:
-        await publish_turn_finished(turn)
+        return turn_card_frame("turn.finished", turn)
+    except Exception:  # the turn is stored: publishing renders the card again, or says why not
+        logger.exception("Rendering the card of turn %s failed", turn.pk)
+        return None
+
+
+async def _publish_finished_safely(turn: Turn, frame: TurnCardFrame | None = None) -> None:
+    try:
+        await publish_turn_finished(turn, frame)
     except Exception:  # stored all the same: pages that sync see it
         logger.exception("Announcing the end of turn %s failed", turn.pk)
 
@@ -397,11 +427,4 @@ async def request_stop(turn_id: int) -> None:
     await publish(control_group(turn_id), turn_stop())
 
 
-_registries: dict[asyncio.AbstractEventLoop, RunRegistry] = {}
-
-
-def get_registry() -> RunRegistry:
-    loop = asyncio.get_running_loop()
-    for stale in [known for known in _registries if known.is_closed()]:
-        del _registries[stale]
-    return _registries.setdefault(loop, RunRegistry())
+get_registry = PerLoop(RunRegistry)  # this event loop's runs

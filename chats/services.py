@@ -182,10 +182,13 @@ def turn_finish(
     error_kind: str = "",
     malformed_lines: int = 0,
     sanitized_events: int = 0,
+    index_for_search: bool = True,
 ) -> Turn | None:
     """Store the answer, its citations and the outcome in one transaction.
 
     Returns None when the turn was already finished (by a sweeper that thought its run dead).
+    A run indexes its chat for search itself, batched with others, once the page has its answer
+    (`index_for_search=False`; chats.library.search.SearchIndexQueue).
     """
     turn = Turn.objects.select_for_update().select_related("chat").get(pk=turn_id)
     if turn.is_finished:
@@ -222,7 +225,8 @@ def turn_finish(
         chat.upstream_chat_id = transcript.upstream_chat_id
         update.append("upstream_chat_id")
     chat.save(update_fields=update)
-    chat_search_index_update(chat_id=chat.pk)  # the answer is searchable once it is stored
+    if index_for_search:
+        chat_search_index_update(chat_id=chat.pk)  # the answer is searchable once it is stored
     return turn
 
 

@@ -27,6 +27,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from .models import OpenSocket
+from .per_loop import PerLoop
 from .protocol import publish, session_end, user_group
 
 logger = logging.getLogger(__name__)
@@ -94,15 +95,7 @@ class SocketLeases:
                 logger.exception("Renewing the socket leases failed")
 
 
-_leases: dict[asyncio.AbstractEventLoop, SocketLeases] = {}
-
-
-def get_socket_leases() -> SocketLeases:
-    """Return this event loop's SocketLeases (tests run one loop each; servers run one)."""
-    loop = asyncio.get_running_loop()
-    for stale in [known for known in _leases if known.is_closed()]:
-        del _leases[stale]
-    return _leases.setdefault(loop, SocketLeases())
+get_socket_leases = PerLoop(SocketLeases)  # this event loop's open sockets
 
 
 class FrameRate:

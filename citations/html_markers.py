@@ -57,8 +57,8 @@ def settle_markers(state: StateCore) -> None:
     """Core rule: leave markers only in text outside links and code.
 
     A marker that landed in inline code or a link (its text, URL or title) moves to just after
-    it, since a link inside a link is invalid. `markers.place_markers` already keeps markers
-    out of code blocks; one that still lands in code (an unclosed fence) is dropped.
+    it, since a link inside a link is invalid. The marker rule (`markers.placements_of`) keeps
+    markers out of code blocks; one that still lands in code (an unclosed fence) is dropped.
     """
     nonce = state.env.get("citation_nonce")
     if nonce is None:

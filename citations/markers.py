@@ -51,16 +51,6 @@ class Marker:
         return f"\n\n{self.own_line_indent}{text}\n"
 
 
-def place_markers(answer: str, spans: Iterable[tuple[int, int, int]]) -> tuple[Marker, ...]:
-    """Return the markers for (start, end, footnote) spans, in offset order."""
-    spans = list(spans)
-    placements = placements_of(answer, [(start, end) for start, end, _ in spans])
-    return group_markers(
-        (offset, indent, number)
-        for (offset, indent), (*_, number) in zip(placements, spans, strict=True)
-    )
-
-
 def group_markers(placed: Iterable[tuple[int, str | None, int]]) -> tuple[Marker, ...]:
     """Return one marker per offset from (offset, own-line indent, footnote) triples."""
     numbers_at: dict[int, set[int]] = {}

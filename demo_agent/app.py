@@ -22,10 +22,9 @@ from .wire import (
     Receive,
     Scope,
     Send,
+    answered_if_not_http,
     end_stream,
-    lifespan,
     read_body,
-    refuse_websocket,
     send_chunk,
     send_json,
     sse_event,
@@ -68,11 +67,7 @@ class DemoAgentApp:
         await self._sleep(seconds, disconnected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        if scope["type"] == "websocket":
-            await refuse_websocket(receive, send)
+        if await answered_if_not_http(scope, receive, send):
             return
         if scope["method"] != "POST":
             await send_json(send, 405, {"detail": "Method Not Allowed"}, [(b"allow", b"POST")])

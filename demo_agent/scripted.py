@@ -25,10 +25,9 @@ from .wire import (
     Receive,
     Scope,
     Send,
+    answered_if_not_http,
     end_stream,
-    lifespan,
     read_body,
-    refuse_websocket,
     send_chunk,
     sse_event,
 )
@@ -182,11 +181,7 @@ class ScriptedAgent:
         return [f"{request.method} {request.path}" for request in self.requests]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        if scope["type"] == "websocket":
-            await refuse_websocket(receive, send)
+        if await answered_if_not_http(scope, receive, send):
             return
         body = await read_body(receive, limit=64 * 1024 * 1024)
         if body is None:

@@ -89,3 +89,14 @@ async def lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+async def answered_if_not_http(scope: Scope, receive: Receive, send: Send) -> bool:
+    """Answer a lifespan or websocket scope (an agent speaks HTTP only); True if it was one."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+        return True
+    if scope["type"] == "websocket":
+        await refuse_websocket(receive, send)
+        return True
+    return False

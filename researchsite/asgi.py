@@ -1,12 +1,19 @@
 """ASGI entry point: pages and static files over HTTP, the chat websocket, the demo agent.
 
 Data flow: browser ⇄ chats.consumers (websocket) → chats.runner → chats.agent (HTTP/SSE to the
-agent) → chats.event_log (store, then relay to the chat's group) → citations (the cited answer).
+agent) → chats.event_log (store) → chats.relay (to every page of the chat) → citations (the cited
+answer).
 """
 
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
+
+# The database thread waits on PostgreSQL with the GIL released, then queues for it behind the
+# event loop, for up to the switch interval (5 ms by default) per query: 20 queries to start a
+# turn became 100 ms while streams were busy (issue 13, docs/PERFORMANCE.md).
+sys.setswitchinterval(float(os.environ.get("GIL_SWITCH_INTERVAL", "0.0005")))
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
 django_asgi_app = get_asgi_application()  # before importing anything that touches models

@@ -106,7 +106,11 @@ tune_sqlite(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channel layer --------------------------------------------------------------------------
+# Chat frames (every agent event) travel through chats/relay.py: in memory within a process, and
+# with REDIS_URL over Redis pub/sub to the other processes. The channel layer carries only stop
+# requests and logouts.
 REDIS_URL = env.str("REDIS_URL", default="")
+RELAY_PREFIX = env.str("RELAY_PREFIX", default="researchsite:")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -115,8 +119,6 @@ if REDIS_URL:
         }
     }
 else:
-    # A page that falls behind keeps up to 1,500 frames (about 45 s of one chat) queued before
-    # any are dropped; a dropped frame is noticed as a gap and re-read from the event log.
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1500}}
     }
@@ -252,6 +254,10 @@ MESSAGE_MAX_CHARS = 8000
 WS_MAX_SOCKETS_PER_USER = env.int("WS_MAX_SOCKETS_PER_USER", default=10)
 # Frames per second per socket (a token bucket of this size, refilled at this rate).
 WS_MAX_FRAMES_PER_SECOND = env.float("WS_MAX_FRAMES_PER_SECOND", default=20.0)
+# A page that reads slower than its turns stream keeps this many frames queued (about 15 s of
+# one streaming chat); past that its queued event frames are dropped and it catches up from the
+# event log instead (chats/consumers.py).
+WS_MAX_QUEUED_FRAMES = env.int("WS_MAX_QUEUED_FRAMES", default=500)
 # Streaming turns per user across all their chats (and always one per chat).
 AGENT_MAX_CONCURRENT_TURNS = env.int("AGENT_MAX_CONCURRENT_TURNS", default=3)
 

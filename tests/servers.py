@@ -41,4 +41,6 @@ def serve_asgi(app, *, port: int | None = None, lifespan: str = "off") -> Iterat
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=60)
+        # A server still running would race the test's database teardown (issue 13's CI run).
+        assert not thread.is_alive(), f"uvicorn on port {port} did not stop within 60 s"

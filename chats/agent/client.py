@@ -80,9 +80,14 @@ class AgentSettings:
 
 
 @functools.cache
-def _ssl_context():
+def ssl_context():
     """One TLS context for all runs: building one loads the CA bundle (~17 ms of blocked loop)."""
     return httpx.create_ssl_context()
+
+
+def stream_timeout(*, connect: float, idle: float) -> httpx.Timeout:
+    """The timeouts of a streamed answer: `idle` is the longest wait between two chunks."""
+    return httpx.Timeout(connect=connect, read=idle, write=10.0, pool=10.0)
 
 
 class AgentError(Exception):
@@ -123,17 +128,15 @@ class AgentStream:
         return self.reader.malformed_lines
 
     async def events(self) -> AsyncIterator[AgentEvent]:
-        timeout = httpx.Timeout(
-            connect=self.settings.connect_timeout,
-            read=self.settings.idle_timeout,  # between two chunks: heartbeats keep a run alive
-            write=10.0,
-            pool=10.0,
+        # Between two chunks: the agent's heartbeats keep a long run alive.
+        timeout = stream_timeout(
+            connect=self.settings.connect_timeout, idle=self.settings.idle_timeout
         )
         headers = {"Content-Type": "application/json"}
         if self.settings.api_key:
             headers["X-API-KEY"] = self.settings.api_key
         async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport, verify=_ssl_context()
+            timeout=timeout, transport=self._transport, verify=ssl_context()
         ) as client:
             attempts = with_retries(
                 functools.partial(self._attempt, client, headers),

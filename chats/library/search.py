@@ -6,15 +6,18 @@ stemming, bm25 ranking), kept in sync by triggers. Both take the same query: eve
 match, stemmed, and the last also as a prefix so results appear while typing.
 
 `chat_search_index_update` must run whenever what a chat's document holds changes: a turn
-finishes (`turn_finish`), the chat is renamed.
+finishes (`turn_finish`, or for a run `SearchIndexQueue`), the chat is renamed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 from dataclasses import dataclass
 from html import escape
 
+from channels.db import database_sync_to_async
 from django.apps import apps as installed_apps
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection, transaction
@@ -23,6 +26,9 @@ from django.db.models.functions import Greatest, Lower, StrIndex, Substr
 from django.utils.safestring import SafeString, mark_safe
 
 from ..models import Chat, ChatSearchDocument
+from ..per_loop import PerLoop
+
+logger = logging.getLogger(__name__)
 
 SEARCH_CONFIG = "english"  # PostgreSQL's stemmer; SQLite's FTS5 table uses `porter`
 RESULT_LIMIT = 20
@@ -52,6 +58,42 @@ class ChatSearchResult:
 def chat_search_index_update(*, chat_id: int) -> None:
     """Rewrite the chat's search document from its title, turns and cited sources."""
     _index_chats([chat_id], apps=installed_apps)
+
+
+class SearchIndexQueue:
+    """Chats whose documents are due, indexed together a moment later, off the answers' path.
+
+    Two hundred answers finishing at once are one indexing pass after their pages have them,
+    rather than two hundred passes in the way of their final frames (issue 13).
+    """
+
+    def __init__(self, delay: float = 0.25) -> None:
+        self.delay = delay
+        self._due: set[int] = set()
+        self._task: asyncio.Task | None = None
+
+    def add(self, chat_id: int) -> None:
+        self._due.add(chat_id)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._index_due(), name="search-index")
+
+    async def _index_due(self) -> None:
+        while self._due:
+            await asyncio.sleep(self.delay)
+            due, self._due = sorted(self._due), set()
+            try:
+                await database_sync_to_async(_index_chats)(due, apps=installed_apps)
+            except Exception:  # their next change, or `manage.py rebuild_search_index`, will
+                logger.exception("Indexing %d chats for search failed", len(due))
+
+    async def drain(self) -> None:
+        """Index every chat that is due now (the server's shutdown calls this)."""
+        self.delay = 0
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+get_search_index_queue = PerLoop(SearchIndexQueue)  # this event loop's queue
 
 
 def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = 500) -> int:

@@ -11,6 +11,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from chats.models import Chat
+from chats.lifespan import shut_down
 from chats.routing import websocket_urlpatterns
 from demo_agent.scripted import DEFAULT_CHAT_ID, ScriptedAgent
 from demo_agent.wire import sse_event
@@ -32,9 +33,14 @@ def upstream(settings):
 
 @pytest.fixture(autouse=True)
 async def fresh_channel_layer():
-    """A new layer per test: each test has its own event loop, and Redis pools are per loop."""
+    """A new layer and relay per test: each test has its own event loop, as have Redis pools.
+
+    At the end, the server's own shut-down: nothing the test started (a run, a log write, an
+    indexing pass) may outlive its loop and race the database's flush before the next test.
+    """
     channel_layers.backends.clear()
     yield
+    await shut_down()
     layer = get_channel_layer()
     await layer.flush()
     if hasattr(layer, "close_pools"):

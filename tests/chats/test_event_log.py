@@ -7,12 +7,12 @@ import json
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.db import connection
 
 from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
-from chats.event_log import EventLog, chat_group
+from chats.event_log import EventLog
 from chats.models import Chat, Turn, TurnEvent
+from chats.relay import RelayFrame, get_relay
 from tests.chats.refusals import refusing
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,21 +33,28 @@ def stored(turn: Turn) -> list[tuple[int, dict]]:
     return list(TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "data"))
 
 
-async def listen(chat_id: int) -> str:
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    await layer.group_add(chat_group(chat_id), channel)
-    return channel
+class Page:
+    """A relay subscriber that keeps what it is sent, as decoded frames."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict] = []
+
+    def deliver(self, frame: RelayFrame) -> None:
+        self.frames.append(json.loads(frame.text))
+
+    def missed(self) -> None:
+        self.frames.append({"type": "missed"})
 
 
-async def frames_on(channel: str, timeout: float = 0.3) -> list[dict]:
-    layer = get_channel_layer()
-    frames = []
-    while True:
-        try:
-            frames.append(await asyncio.wait_for(layer.receive(channel), timeout))
-        except TimeoutError:
-            return frames
+async def listen(chat_id: int) -> Page:
+    page = Page()
+    await get_relay().join(chat_id, page)
+    return page
+
+
+async def frames_on(page: Page, timeout: float = 0.3) -> list[dict]:
+    await asyncio.sleep(timeout)  # with Redis, frames from elsewhere arrive by then
+    return page.frames
 
 
 async def test_a_tick_of_events_is_one_write_and_one_frame_per_turn(user, other_user):

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connection
+from django.test import Client
 from django.utils import timezone
+from websockets.asyncio.client import connect
 
 from chats.lifespan import lifespan_app
-from chats.models import Turn, TurnEvent
+from chats.models import Chat, ChatSearchDocument, Turn, TurnEvent
+from demo_agent.scripted import Reply, answer_stream
 from tests.chats.refusals import refusals_fixture
+from tests.servers import serve_asgi
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,3 +81,80 @@ async def test_a_turn_that_cannot_even_be_marked_is_left_for_the_next_sweep(chat
     assert await start_and_stop() == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert (await Turn.objects.aget(pk=stuck.pk)).status == Turn.Status.STREAMING
     assert (await Turn.objects.aget(pk=good.pk)).status == Turn.Status.INTERRUPTED
+
+
+def database_sessions() -> set[int] | None:
+    """The ids of the sessions open on the test database (PostgreSQL), or None (SQLite)."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return {pid for (pid,) in cursor.fetchall()}
+
+
+def logged_in_chat(django_user_model) -> tuple[Chat, str]:
+    """A new analyst's chat, and the Cookie header of their session."""
+    user = django_user_model.objects.create_user("analyst", password="pw-shutdown-1")
+    browser = Client()
+    browser.force_login(user)
+    return Chat.objects.create(owner=user), f"sessionid={browser.cookies['sessionid'].value}"
+
+
+async def ask_and_read(url: str, chat: Chat, cookie: str, *, events: int | None = None) -> int:
+    """Ask over a real socket; read until `events` events have come (or the turn has finished
+    when None), then leave the page. Return how many events it saw."""
+    async with connect(
+        f"ws://{url.removeprefix('http://')}/ws/chats/{chat.pk}/",
+        additional_headers={"Cookie": cookie},
+        origin=url,
+    ) as socket:
+        await socket.send(json.dumps({"type": "ask", "message": "Long one"}))
+        seen = 0
+        while events is None or seen < events:
+            frame = json.loads(await asyncio.wait_for(socket.recv(), timeout=20))
+            if frame["type"] == "turn.events":
+                seen += len(frame["events"])
+            elif frame["type"] == "turn.finished":
+                break
+        return seen
+
+
+def test_stopping_the_server_mid_answer_leaves_nothing_running(upstream, django_user_model):
+    """Shut-down ends the run, writes its last events and closes the connections it opened."""
+    chat, cookie = logged_in_chat(django_user_model)
+    text = " ".join(f"w{i}" for i in range(400))
+    upstream.queue(Reply.events(*answer_stream(text, pieces=400), pause=0.01))
+    before = database_sessions()
+    from researchsite.asgi import application
+
+    with serve_asgi(application, lifespan="on") as url:
+        seen = asyncio.run(ask_and_read(url, chat, cookie, events=20))
+    # The page had gone; the run went on streaming until the server stopped.
+
+    turn = Turn.objects.get(chat=chat)
+    assert turn.status == Turn.Status.INTERRUPTED
+    seqs = list(TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) >= seen
+    assert len(seqs) < len(text.split()) + 3  # stopped mid-answer, not after it
+    if before is not None:
+        assert database_sessions() - before == set()
+
+
+def test_an_answer_finished_just_before_shut_down_is_indexed_for_search(
+    upstream, django_user_model
+):
+    """Indexing waits a moment after an answer (to batch); shut-down does it rather than drop
+    it. (Left running on its thread past the server, it once deadlocked the next test's
+    TRUNCATE in CI.)"""
+    chat, cookie = logged_in_chat(django_user_model)
+    upstream.queue(Reply.events(*answer_stream("Quarterly zebrafish margins", pieces=2)))
+    from researchsite.asgi import application
+
+    with serve_asgi(application, lifespan="on") as url:
+        asyncio.run(ask_and_read(url, chat, cookie))
+
+    assert Turn.objects.get(chat=chat).status == Turn.Status.COMPLETE
+    assert "zebrafish" in ChatSearchDocument.objects.get(chat=chat).body

@@ -191,7 +191,6 @@ def test_a_replayed_event_reads_exactly_as_the_live_one():
 
 
 def test_group_names():
-    assert protocol.chat_group(3) == "chat.3"
     assert protocol.control_group(4) == "turn.4.control"
     assert protocol.user_group(5) == "user.5"
 
@@ -202,12 +201,12 @@ async def test_publish_delivers_the_frame_to_every_member_of_the_group():
     members = [await layer.new_channel() for _ in range(2)]
     outsider = await layer.new_channel()
     for channel in members:
-        await layer.group_add(protocol.chat_group(9), channel)
-    frame = protocol.turn_notice(1, "hello")
-    await protocol.publish(protocol.chat_group(9), frame)
+        await layer.group_add(protocol.control_group(9), channel)
+    frame = protocol.turn_stop()
+    await protocol.publish(protocol.control_group(9), frame)
     for channel in members:
         assert await layer.receive(channel) == frame
-    await protocol.publish(protocol.chat_group(10), protocol.turn_notice(1, "elsewhere"))
+    await protocol.publish(protocol.control_group(10), protocol.turn_stop())
     await layer.send(outsider, {"type": "marker"})
     assert await layer.receive(outsider) == {"type": "marker"}  # nothing else arrived first
 

@@ -9,10 +9,19 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from mdit_py_plugins.footnote import footnote_plugin
 
-from citations.markers import Marker, place_markers
+from citations.markers import Marker, group_markers, placements_of
 from citations.render import render_markdown
 from citations.render_html import render_html
 from tests.citations.conftest import ParsedHtml, bigdata, cite, ref
+
+
+def place_markers(answer: str, spans: list[tuple[int, int, int]]) -> tuple[Marker, ...]:
+    """The markers for (start, end, footnote) spans, as `resolve` composes the rule's parts."""
+    placements = placements_of(answer, [(start, end) for start, end, _ in spans])
+    return group_markers(
+        (offset, indent, number)
+        for (offset, indent), (*_, number) in zip(placements, spans, strict=True)
+    )
 
 
 def test_a_marker_goes_right_after_its_claim():

@@ -24,7 +24,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..client import AgentError, _ssl_context, redact
+from ..client import AgentError, redact, ssl_context, stream_timeout
 from ..events import (
     ActionEvent,
     AgentEvent,
@@ -409,15 +409,10 @@ class GeminiClient:
     async def _attempt(self) -> AsyncIterator[AgentEvent]:
         genai, errors, types = await asyncio.to_thread(load_sdk)
 
-        timeout = httpx.Timeout(
-            connect=self.config.connect_timeout,
-            read=self.config.idle_timeout,
-            write=10.0,
-            pool=10.0,
-        )
+        timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
         adapter = GeminiAdapter()
         transport = _FixedTimeouts(
-            self._transport or httpx.AsyncHTTPTransport(verify=_ssl_context()), timeout
+            self._transport or httpx.AsyncHTTPTransport(verify=ssl_context()), timeout
         )
         async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
             client = genai.Client(

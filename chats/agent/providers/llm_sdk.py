@@ -21,7 +21,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..client import AgentError, _ssl_context, redact
+from ..client import AgentError, redact, ssl_context, stream_timeout
 from ..events import (
     AgentEvent,
     AnswerEvent,
@@ -269,12 +269,7 @@ class LlmSdkClient:
             max_line_chars=self._max_line_chars,
             json_lines=True,
         )
-        timeout = httpx.Timeout(
-            connect=self.config.connect_timeout,
-            read=self.config.idle_timeout,
-            write=10.0,
-            pool=10.0,
-        )
+        timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/x-ndjson, text/event-stream",
@@ -283,7 +278,7 @@ class LlmSdkClient:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         started = False
         async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport, verify=_ssl_context()
+            timeout=timeout, transport=self._transport, verify=ssl_context()
         ) as client:
             try:
                 async with client.stream(

@@ -1,0 +1,726 @@
+"""The CPU cost of one relayed event, stage by stage, through the site's own functions (issue 13).
+
+    .venv/bin/python bench/stages.py [--rounds 5]
+
+Deterministic and in-process: every stage calls the site's real functions on a bench-like load,
+200 turns of `bench._site.agent_messages(150)` (PLANNING, ANSWER words, a few ACTIONs, a
+PLANNING update, GROUNDING, COMPLETE), processed in ticks as the site does: the event log flushes
+every 30 ms, and 200 chats at 50 events/s make ~300 events per tick, 1.5 per turn. Each stage is
+timed with time.perf_counter over a whole round (30,000 events unless said otherwise); a figure
+is the median of 5 rounds, divided by the events the round relayed (the database stages take
+the median of 5 parts of one run: see `database_stages`).
+
+1. read: the upstream HTTP read through httpx, no parsing. The stand-in agent
+   (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`) paces 20 streams
+   at 50 events/s, so each read returns one event, as in production; the site's client reads
+   them (`httpx.AsyncClient`, `httpx_sse.aconnect_sse`, `response.aiter_text()`). Wall time
+   would be mostly waiting, so this stage is this process's CPU time (time.process_time) from
+   the moment every stream has its first chunk to the end, over the events read meanwhile: the
+   event loop's wake-ups and the socket syscalls are in it. Opening the request (client, connect,
+   POST, headers) is a per-turn cost, reported per turn and amortised over 150 events. One
+   unpaced 5,000-event stream is also read, for comparison: its chunks carry many events each.
+2. parse: text chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
+   a `StreamReader(BigdataAdapter())`, under `providers.attempts.with_retries`, as
+   `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
+3. store-prep: the run's per-event work before the log: `storable_event`,
+   `TurnRun._within_answer_limit`, `Transcript.apply` and `EventLog.append` (its PendingEvent).
+4. write: `chats.event_log._write_now(batch)`, one batch of 300 events (1.5 per turn) per tick,
+   on a fresh migrated SQLite database, and on a fresh PostgreSQL database
+   (`bench_stages_<pid>`, dropped at the end) when one answers on 127.0.0.1:5432 (user
+   postgres): Django is configured once per process, so the database stages run again in a
+   subprocess of this script (`--db-only`) with that DATABASE_URL.
+5. view+encode: `chats.event_log._publish(batch)` per tick with no page open: sorts and groups
+   the tick by turn, `protocol.event_view` for each event, `protocol.turn_events` and
+   `protocol.encode` (the JSON text) for each turn's frame, and the relay's lookup of pages.
+6. deliver: `LocalRelay.publish` of the tick's frames to one page per chat, a real
+   `ChatConsumer` (its `deliver` queues in its outbox; its `_write_forever` task wakes, checks
+   the turn's cursor and calls `send`), up to the ASGI `send` callable the server gives it.
+7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
+   `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
+8. turn start / turn finish / search index, per turn and amortised over 150 events:
+   `services.turn_start(...)` + `runner.turn_card_frame("turn.started", turn)`;
+   `services.turn_finish(..., index_for_search=False)` + `turn_card_frame("turn.finished", ...)`;
+   `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
+   chat per turn (the bench's first questions).
+
+Figures are CPU-bound, single-thread costs of the code itself in an otherwise idle process.
+The server also pays what this does not see: GIL switches between the event loop and the
+database thread, the event loop scheduling 200 runs and the flusher, and the websockets' socket
+writes (only the read stage, timed as process CPU, includes its loop and syscalls). Compare the
+total with bench/streaming.py's "server CPU µs/event", which measures the whole server under
+the same load. The database rows are wall time (with PostgreSQL, round trips and commits
+included); a table below them gives this process's CPU time for the same calls. On a shared
+machine, expect a run-to-run spread of 10-20%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT))  # run from anywhere
+sys.path.insert(0, str(BENCH))
+
+from _machine import machine  # noqa: E402
+from _site import (  # noqa: E402
+    PYTHON,
+    UPSTREAM_CHAT_ID,
+    Upstream,
+    agent_messages,
+    invocation,
+    question,
+)
+
+from demo_agent.wire import sse_event  # noqa: E402
+
+TURNS = 200
+EVENTS = 150  # per turn
+TICK_EVENTS = 300  # per 30 ms flush: 200 chats x 50 events/s
+READ_STREAMS = 20
+READ_RATE = 50.0  # events per second per stream
+READ_EVENTS = 50  # per paced stream (1 s a round)
+UNPACED_EVENTS = 5000
+READS = [0]  # chunks the read stage was given, to tell how many events a read returns
+GOAL_US = 80.0
+QUESTION = question(events=EVENTS, rate=50)
+
+
+# --- Set-up ----------------------------------------------------------------------------------
+
+
+def setup_django(database_url: str) -> None:
+    """The site's settings on `database_url`, migrated; limits per user lifted."""
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="researchsite.settings",
+        DATABASE_URL=database_url,
+        REDIS_URL="",
+        DEMO_AGENT_ENABLED="false",
+        SECRET_KEY="bench-stages-not-secret",  # else settings keep one in .local/
+        LOG_LEVEL="WARNING",
+        AGENT_MAX_CONCURRENT_TURNS="100000",
+        WS_MAX_SOCKETS_PER_USER="100000",
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed, as uvicorn's `--loop auto` picks it."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def tick_plan(turns: int, events: int, per_tick: int) -> list[list[tuple[int, int]]]:
+    """[(turn index, seq), ...] for each tick: every turn moves on 1 or 2 events a tick."""
+    rate = per_tick / turns
+    plan = []
+    for tick in range(math.ceil(events / rate)):
+        low, high = int(tick * rate), min(events, int((tick + 1) * rate))
+        plan.append([(i, seq) for i in range(turns) for seq in range(low + 1, high + 1)])
+    return plan
+
+
+PLAN = tick_plan(TURNS, EVENTS, TICK_EVENTS)
+CHUNKS = [sse_event(UPSTREAM_CHAT_ID, m).decode() for m in agent_messages(EVENTS)]
+
+
+def median_round(rounds: int, one_round: Callable[[], float]) -> float:
+    """The median of `rounds` runs of `one_round`, which returns the seconds it measured."""
+    return statistics.median(one_round() for _ in range(rounds))
+
+
+def parsed_events() -> list[Any]:
+    """The typed events of one turn, as the parser makes them (not timed)."""
+    from chats.agent.bigdata import BigdataAdapter
+    from chats.agent.sse import StreamReader
+
+    reader = StreamReader(BigdataAdapter())
+    events = [e for chunk in CHUNKS for e in reader.feed_text(chunk)] + reader.close()
+    assert len(events) == EVENTS, len(events)
+    return events
+
+
+def pending_ticks(ids: list[tuple[int, int]], turns: int = TURNS) -> list[list[Any]]:
+    """The event log's batches, tick by tick, for turns `ids` [(chat id, turn id), ...]."""
+    from chats.event_log import PendingEvent
+    from chats.storable import storable_event
+
+    prepared = [storable_event(e)[:2] for e in parsed_events()]
+    return [
+        [PendingEvent(ids[i][0], ids[i][1], seq, *prepared[seq - 1]) for i, seq in tick]
+        for tick in (PLAN if turns == TURNS else tick_plan(turns, EVENTS, turns))
+    ]
+
+
+# --- 1. read ---------------------------------------------------------------------------------
+
+
+async def read_stream(url: str, text: str, counts: list[int], index: int, opened: Any) -> None:
+    """One run's HTTP read as `AgentStream` does it, without the parsing."""
+    import httpx
+    from httpx_sse import aconnect_sse
+
+    from chats.agent.client import AgentRequest, ssl_context, stream_timeout
+
+    timeout = stream_timeout(connect=10.0, idle=120.0)
+    headers = {"Content-Type": "application/json"}
+    async with (
+        httpx.AsyncClient(timeout=timeout, verify=ssl_context()) as client,
+        aconnect_sse(
+            client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
+        ) as source,
+    ):
+        async for chunk in source.response.aiter_text():
+            first = not counts[index]
+            counts[index] += chunk.count("\n\n")  # events end with a blank line
+            READS[0] += 1
+            if first:
+                opened(index)
+
+
+async def read_paced(url: str) -> tuple[float, float]:
+    """(CPU seconds per event once every stream flows, CPU seconds per stream opened)."""
+    counts = [0] * READ_STREAMS
+    waiting = set(range(READ_STREAMS))
+    mark: list[float] = []
+
+    def opened(index: int) -> None:
+        waiting.discard(index)
+        if not waiting:
+            mark.extend([time.process_time(), sum(counts)])
+
+    text = question(events=READ_EVENTS, rate=READ_RATE)
+    started = time.process_time()
+    await asyncio.gather(*(read_stream(url, text, counts, i, opened) for i in range(READ_STREAMS)))
+    ended = time.process_time()
+    total = sum(counts)
+    assert total == READ_STREAMS * READ_EVENTS, total
+    cpu_at_mark, events_at_mark = mark
+    per_event = (ended - cpu_at_mark) / (total - events_at_mark)
+    # Streams opened early read a few events before the last one opened: not opening costs.
+    opening = cpu_at_mark - started - events_at_mark * per_event
+    return per_event, opening / READ_STREAMS
+
+
+async def read_unpaced(url: str) -> float:
+    counts = [0]
+    started = time.process_time()
+    await read_stream(url, question(events=UNPACED_EVENTS), counts, 0, lambda i: None)
+    assert counts[0] == UNPACED_EVENTS, counts
+    return (time.process_time() - started) / UNPACED_EVENTS
+
+
+def stage_read(runner: asyncio.Runner, rounds: int) -> dict[str, float]:
+    with Upstream() as upstream:
+        runner.run(read_unpaced(upstream.url))  # warm-up: imports, first connection
+        READS[0] = 0
+        paced = [runner.run(read_paced(upstream.url)) for _ in range(rounds)]
+        paced_reads = READS[0]
+        unpaced = statistics.median(runner.run(read_unpaced(upstream.url)) for _ in range(rounds))
+    return {
+        "read": statistics.median(p[0] for p in paced),
+        "open_per_turn": statistics.median(p[1] for p in paced),
+        "unpaced": unpaced,
+        "events_per_read": rounds * READ_STREAMS * READ_EVENTS / paced_reads,
+    }
+
+
+# --- 2. parse --------------------------------------------------------------------------------
+
+
+async def parse_round() -> float:
+    from chats.agent.bigdata import BigdataAdapter
+    from chats.agent.providers.attempts import with_retries
+    from chats.agent.sse import StreamReader, aiter_events
+
+    async def body():  # the chunks response.aiter_text() yields: one event each when paced
+        for chunk in CHUNKS:
+            yield chunk
+
+    streams = []
+    for _ in range(TURNS):
+        reader = StreamReader(BigdataAdapter())
+        attempt = functools.partial(aiter_events, body(), reader)
+        streams.append(with_retries(attempt, max_retries=3))
+    events = 0
+    started = time.perf_counter()
+    for tick in PLAN:
+        for i, _seq in tick:
+            await anext(streams[i])
+            events += 1
+    for stream in streams:  # the end of each stream
+        async for _ in stream:
+            events += 1
+    elapsed = time.perf_counter() - started
+    assert events == TURNS * EVENTS, events
+    return elapsed / events
+
+
+# --- 3. store-prep ---------------------------------------------------------------------------
+
+
+async def store_prep_round(events: list[Any]) -> float:
+    from chats.agent.transcript import Transcript
+    from chats.event_log import EventLog
+    from chats.runner import TurnRun
+    from chats.storable import storable_event
+
+    log = EventLog(interval=60)  # its flusher waits a minute: nothing is written here
+    runs = []
+    for i in range(TURNS):
+        run = TurnRun.__new__(TurnRun)  # the run's per-event state, without a turn in a database
+        run.chat_id, run.turn_id = i + 1, 1000 + i
+        run.transcript, run.sanitized_events, run.answer_chars = Transcript(), 0, 0
+        runs.append(run)
+    started = time.perf_counter()
+    for tick in PLAN:
+        for i, seq in tick:
+            run = runs[i]
+            event, data, replaced = storable_event(events[seq - 1])
+            run.sanitized_events += replaced
+            event, data, _cut = run._within_answer_limit(event, data)
+            run.transcript.apply(event)
+            log.append(run.chat_id, run.turn_id, seq, event, data)
+    elapsed = time.perf_counter() - started
+    assert len(log._pending) == TURNS * EVENTS
+    assert all(r.transcript.completed for r in runs)
+    if log._flusher is not None:
+        log._flusher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await log._flusher
+    return elapsed / (TURNS * EVENTS)
+
+
+# --- 5. view+encode, 6. deliver, 7. ws-send --------------------------------------------------
+
+
+async def view_encode_round(ticks: list[list[Any]]) -> float:
+    from chats.event_log import _publish
+    from chats.relay import get_relay
+
+    assert not get_relay().subscribers  # no page open: the relay only looks them up
+    started = time.perf_counter()
+    for batch in ticks:
+        await _publish(batch)
+    return (time.perf_counter() - started) / (TURNS * EVENTS)
+
+
+class Capture:
+    """A page as the relay sees it, keeping each frame (to feed the later stages)."""
+
+    def __init__(self, chat_id: int, frames: list[tuple[int, Any]]) -> None:
+        self.chat_id, self.frames = chat_id, frames
+
+    def deliver(self, frame: Any) -> None:
+        self.frames.append((self.chat_id, frame))
+
+    def missed(self) -> None:
+        raise AssertionError("no frame is lost in memory")
+
+
+async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
+    """Each tick's (chat id, RelayFrame) as `_publish` makes them (not timed)."""
+    from chats.event_log import _publish
+    from chats.relay import get_relay
+
+    relay = get_relay()
+    frames: list[tuple[int, Any]] = []
+    pages = [Capture(chat_id, frames) for chat_id in range(1, TURNS + 1)]
+    for page in pages:
+        await relay.join(page.chat_id, page)
+    captured = []
+    for batch in ticks:
+        await _publish(batch)
+        captured.append(list(frames))
+        frames.clear()
+    for page in pages:
+        await relay.leave(page.chat_id, page)
+    return captured
+
+
+def open_page(chat_id: int, sent: list[str]) -> Any:
+    """A `ChatConsumer` as `connect` leaves it, its ASGI `send` keeping the text it is given."""
+    from chats.consumers import ChatConsumer
+
+    page = ChatConsumer.__new__(ChatConsumer)  # no scope, session or database: only the writer
+    page.chat = object()
+    page.cursors, page.announced = {}, set()
+    page.outbox, page.outbox_ready = deque(), asyncio.Event()
+    page.joined_chat_id = chat_id
+
+    async def base_send(message: dict[str, Any]) -> None:
+        sent.append(message["text"])
+
+    page.base_send = base_send
+    return page
+
+
+async def deliver_round(captured: list[list[tuple[int, Any]]]) -> float:
+    from chats.relay import get_relay
+
+    relay = get_relay()
+    sent: list[str] = []
+    pages = [open_page(chat_id, sent) for chat_id in range(1, TURNS + 1)]
+    turn_of_chat = {chat_id: frame.turn_id for chat_id, frame in captured[0]}
+    for page in pages:
+        page.cursors = {turn_of_chat[page.joined_chat_id]: 0}
+        await relay.join(page.joined_chat_id, page)
+        page.writer = asyncio.create_task(page._write_forever())
+    await asyncio.sleep(0)  # the writers wait for their first frame
+    started = time.perf_counter()
+    for frames in captured:
+        await relay.publish(frames)
+        await asyncio.sleep(0)  # every page's writer runs once, sending what it was queued
+    elapsed = time.perf_counter() - started
+    for page in pages:
+        page.writer.cancel()
+        await relay.leave(page.joined_chat_id, page)
+    await asyncio.gather(*(p.writer for p in pages), return_exceptions=True)
+    assert len(sent) == sum(len(f) for f in captured), len(sent)
+    assert all(p.cursors[turn_of_chat[p.joined_chat_id]] == EVENTS for p in pages)
+    return elapsed / (TURNS * EVENTS)
+
+
+def open_websockets(count: int) -> list[Any]:
+    """Server-side websockets after the handshake, as uvicorn's websockets-sansio makes them."""
+    import logging
+
+    from websockets.client import ClientProtocol
+    from websockets.server import ServerProtocol
+    from websockets.uri import parse_uri
+
+    servers = []
+    for _ in range(count):
+        client = ClientProtocol(parse_uri("ws://127.0.0.1/ws/chats/1/"))
+        client.send_request(client.connect())
+        server = ServerProtocol(max_size=2**20, logger=logging.getLogger("uvicorn.error"))
+        server.receive_data(b"".join(client.data_to_send()))
+        (request,) = server.events_received()
+        server.send_response(server.accept(request))
+        server.data_to_send()
+        servers.append(server)
+    return servers
+
+
+def ws_send_round(captured: list[list[tuple[int, Any]]]) -> float:
+    servers = dict(zip(range(1, TURNS + 1), open_websockets(TURNS), strict=True))
+    written = 0
+    started = time.perf_counter()
+    for frames in captured:
+        for chat_id, frame in frames:
+            conn = servers[chat_id]
+            conn.send_text(frame.text.encode())
+            written += len(b"".join(conn.data_to_send()))
+    elapsed = time.perf_counter() - started
+    assert written > sum(len(f.text) for frames in captured for _, f in frames)
+    return elapsed / (TURNS * EVENTS)
+
+
+# --- 4. write, 8. turn start / finish / index (the database stages) --------------------------
+
+
+def database_stages(rounds: int) -> dict[str, dict[str, float]]:
+    """Median wall and CPU seconds: per event for the write, per turn for the rest.
+
+    The 200 turns start in `rounds` groups, all 200 then stream (the write, its 100 ticks in
+    `rounds` parts), finish in the same groups, and their chats are indexed, 200 at once, once
+    a round (the documents deleted in between). One turn goes through it all first, untimed.
+    """
+    import django.apps
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from chats.agent.transcript import Transcript
+    from chats.event_log import _write_now
+    from chats.library.search import _index_chats
+    from chats.models import Chat, ChatSearchDocument
+    from chats.runner import turn_card_frame
+    from chats.services import turn_finish, turn_start
+
+    user_model = get_user_model()
+    user_model.objects.bulk_create(
+        user_model(username=f"bench{i}", password="!") for i in range(TURNS + 1)
+    )
+    users = list(user_model.objects.order_by("pk"))
+    Chat.objects.bulk_create(Chat(owner=user) for user in users)
+    chats = list(Chat.objects.order_by("pk"))
+    events = parsed_events()
+    figures: dict[str, list[tuple[float, float]]] = {}
+
+    def timed(name: str, per: int, work: Callable[[], Any]) -> Any:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = work()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        figures.setdefault(name, []).append((wall / per, cpu / per))
+        return result
+
+    def start(group: list[Any]) -> list[Any]:
+        turns = []
+        for chat in group:
+            turn, _request = turn_start(chat=chat, question=QUESTION, research_effort="standard")
+            turn_card_frame("turn.started", turn)
+            turns.append(turn)
+        return turns
+
+    def finish(turns: list[Any]) -> None:
+        for turn in turns:
+            done = turn_finish(
+                turn_id=turn.pk,
+                transcript=Transcript.from_events(events),  # what the run applied
+                status="complete",
+                index_for_search=False,
+            )
+            assert done is not None
+            turn_card_frame("turn.finished", done)
+
+    def stream(ticks: list[list[Any]]) -> None:
+        for batch in ticks:
+            _write_now(batch)
+
+    # Warm-up: templates, queries and statements seen once.
+    (warm,) = start(chats[:1])
+    stream(pending_ticks([(warm.chat_id, warm.pk)], turns=1)[:5])
+    finish([warm])
+    _index_chats([warm.chat_id], apps=django.apps.apps)
+    chats = chats[1:]
+
+    size = math.ceil(TURNS / rounds)
+    groups = [chats[i : i + size] for i in range(0, TURNS, size)]
+    turns = []
+    for group in groups:
+        turns += timed("turn start", len(group), lambda g=group: start(g))
+    ticks = pending_ticks([(t.chat_id, t.pk) for t in turns])
+    per = math.ceil(len(ticks) / rounds)
+    for part in range(0, len(ticks), per):
+        done = ticks[part : part + per]
+        timed("write", sum(map(len, done)), lambda d=done: stream(d))
+    for part in range(0, TURNS, size):
+        group_turns = turns[part : part + size]
+        timed("turn finish", len(group_turns), lambda g=group_turns: finish(g))
+    ids = [chat.pk for chat in chats]
+    for _ in range(rounds):
+        ChatSearchDocument.objects.filter(chat_id__in=ids).delete()
+        timed("search index", len(ids), lambda: _index_chats(ids, apps=django.apps.apps))
+    result = {
+        name: {
+            "wall": statistics.median(w for w, _ in values),
+            "cpu": statistics.median(c for _, c in values),
+        }
+        for name, values in figures.items()
+    }
+    result["vendor"] = {"name": connection.vendor}  # type: ignore[dict-item]
+    return result
+
+
+def postgres_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
+            pass
+    except OSError:
+        return False
+    return True
+
+
+def psql(sql: str) -> None:
+    subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-q", "-c", sql],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def postgres_stages(rounds: int) -> dict[str, Any] | str:
+    """The database stages in a subprocess on a fresh PostgreSQL database; or why not."""
+    if not postgres_available():
+        return "PostgreSQL does not answer on 127.0.0.1:5432"
+    name = f"bench_stages_{os.getpid()}"
+    try:
+        psql(f"CREATE DATABASE {name}")
+    except (OSError, subprocess.CalledProcessError) as error:
+        return f"CREATE DATABASE failed ({error})"
+    try:
+        env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}"}
+        done = subprocess.run(
+            [PYTHON, __file__, "--db-only", "--rounds", str(rounds)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("STAGES")]
+    if done.returncode or not lines:
+        return f"the PostgreSQL run failed: {done.stderr.strip()[-500:]}"
+    return json.loads(lines[-1].removeprefix("STAGES"))
+
+
+# --- Report ----------------------------------------------------------------------------------
+
+COVERS = {
+    "read": "httpx + httpx_sse: socket read, HTTP/1.1 body, UTF-8 text (paced, 1 event/read)",
+    "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
+    "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
+    "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
+    "write": "_write_now: COPY (PostgreSQL) or executemany (SQLite) + commit per 300-event tick",
+    "view+encode": "_publish: group by turn, event_view, turn_events, encode (json.dumps)",
+    "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
+    "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",
+    "turn start": "turn_start + turn_card_frame('turn.started') (/150)",
+    "turn finish": "turn_finish + turn_card_frame('turn.finished') (/150)",
+    "search index": "_index_chats for 200 chats at once (/150)",
+}
+
+
+def markdown_table(headers: list[str], rows: list[list[str]], text_columns: set[int]) -> str:
+    """A Markdown table: figures right-aligned, text (`text_columns`) left-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return (
+            "| "
+            + " | ".join(
+                c.ljust(w) if i in text_columns else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
+            + " |"
+        )
+
+    rule = "|" + "|".join(
+        f"{'-' * (w + 1)}{'-' if i in text_columns else ':'}" for i, w in enumerate(widths)
+    )
+    return "\n".join([line(headers), rule + "|", *(line(r) for r in rows)])
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.2f}"
+
+
+def report(common: dict[str, float], db: dict[str, Any], label: str) -> float:
+    """Print the table for one database; return its total in seconds per event."""
+    per_event = dict(common)
+    per_event["write"] = db["write"]["wall"]
+    for name in ("turn start", "turn finish", "search index"):
+        per_event[name] = db[name]["wall"] / EVENTS
+    order = [
+        *("read", "read: open", "parse", "store-prep", "write", "view+encode", "deliver"),
+        *("ws-send", "turn start", "turn finish", "search index"),
+    ]
+    total = sum(per_event[name] for name in order)
+    rows = [
+        [name, us(per_event[name]), f"{per_event[name] / total:.1%}", COVERS[name]]
+        for name in order
+    ]
+    rows.append(["**total**", f"**{us(total)}**", "100.0%", f"{label}, per relayed event"])
+    print(f"\n### {label}\n")
+    headers = ["stage", "µs per event", "share of total", "what it covers"]
+    print(markdown_table(headers, rows, {0, 3}))
+    return total
+
+
+def report_database(results: dict[str, dict[str, Any]]) -> None:
+    print("\n### Database stages: wall and this process's CPU\n")
+    rows = []
+    for label, db in results.items():
+        rows.append([f"write ({label})", us(db["write"]["wall"]), us(db["write"]["cpu"]), "event"])
+        for name in ("turn start", "turn finish", "search index"):
+            rows.append([f"{name} ({label})", us(db[name]["wall"]), us(db[name]["cpu"]), "turn"])
+    print(markdown_table(["stage", "wall µs", "CPU µs", "per"], rows, {0, 3}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--db-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.db_only:  # the PostgreSQL run: DATABASE_URL is set by the parent
+        setup_django(os.environ["DATABASE_URL"])
+        print("STAGES" + json.dumps(database_stages(args.rounds)), flush=True)
+        return
+
+    began = time.perf_counter()
+    print(f"## Cost per relayed event, by stage (`{invocation()}`)\n")
+    print(machine())
+    with tempfile.TemporaryDirectory(prefix="researchsite-stages-") as directory:
+        setup_django(f"sqlite:///{directory}/stages.sqlite3")
+        rounds = args.rounds
+        common: dict[str, float] = {}
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            read = stage_read(runner, rounds)
+            common["read"] = read["read"]
+            common["read: open"] = read["open_per_turn"] / EVENTS
+            common["parse"] = statistics.median(runner.run(parse_round()) for _ in range(rounds))
+            events = parsed_events()
+            common["store-prep"] = statistics.median(
+                runner.run(store_prep_round(events)) for _ in range(rounds)
+            )
+            ticks = pending_ticks([(i + 1, 1000 + i) for i in range(TURNS)])
+            common["view+encode"] = statistics.median(
+                runner.run(view_encode_round(ticks)) for _ in range(rounds)
+            )
+            captured = runner.run(capture_frames(ticks))
+            common["deliver"] = statistics.median(
+                runner.run(deliver_round(captured)) for _ in range(rounds)
+            )
+        common["ws-send"] = median_round(rounds, lambda: ws_send_round(captured))
+        databases: dict[str, dict[str, Any]] = {"SQLite": database_stages(rounds)}
+    postgres = postgres_stages(rounds)
+    if isinstance(postgres, str):
+        print(f"\nPostgreSQL skipped: {postgres}")
+    else:
+        databases["PostgreSQL"] = postgres
+
+    frames = sum(len(f) for f in captured)
+    print(
+        f"\nLoad: {TURNS} turns x {EVENTS} events, {len(PLAN)} ticks of {TICK_EVENTS} events"
+        f" ({TURNS * EVENTS / frames:.2f} events per frame); median of {rounds} rounds."
+    )
+    print(
+        f"Read: {READ_STREAMS} streams of {READ_EVENTS} events paced at {READ_RATE:g} events/s"
+        f" ({read['events_per_read']:.2f} events per read), process CPU per event once all"
+        f" flow; one unpaced {UNPACED_EVENTS:,}-event stream costs"
+        f" {us(read['unpaced'])} µs/event (many events per read). Opening a request:"
+        f" {us(read['open_per_turn'])} µs per turn."
+    )
+    totals = {label: report(common, db, label) for label, db in databases.items()}
+    report_database(databases)
+    print("\nPer turn (stage 8):")
+    for label, db in databases.items():
+        parts = ", ".join(
+            f"{name} {db[name]['wall'] * 1e3:.2f} ms"
+            for name in ("turn start", "turn finish", "search index")
+        )
+        print(f"- {label}: {parts} (search index per chat, 200 at once)")
+    print()
+    for label, total in totals.items():
+        print(f"Total per relayed event ({label}): {us(total)} µs (goal ≤ {GOAL_US:g} µs)")
+    print(f"(ran in {time.perf_counter() - began:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

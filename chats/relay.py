@@ -1,0 +1,235 @@
+"""Chat frames from the process that runs a turn to every page open on the chat, in any process.
+
+This is the site's hot path (issue 13): every agent event reaches its pages through here, so
+it does as little per frame as it can.
+
+- A frame is JSON text, encoded once by its publisher (`protocol.encode`) whatever the number of
+  pages; pages forward the text as it is.
+- Pages in the publishing process get the frame straight from memory: no channel layer, no copy.
+- With Redis, each frame is also PUBLISHed once to the chat's pub/sub channel, and every tick's
+  frames go in one pipeline: one round trip per tick, not one per message (channels_redis's core
+  layer reads one message per round trip). Each process subscribes to the chats its pages show.
+
+Nothing is dropped silently. The event log is written before anything is published, so a page
+that may have missed a frame (its socket fell behind, or this process's subscription broke) is
+told, through `Subscriber.missed`, and catches up from the log (`ChatConsumer`).
+
+The channel layer still carries what is rare and must reach one run or one user wherever it
+lives: stop requests and logouts (`protocol.publish`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+from django.conf import settings
+
+from .per_loop import PerLoop
+
+logger = logging.getLogger(__name__)
+
+RECONNECT_DELAY = 0.5  # seconds between attempts to re-subscribe after Redis went away
+SUBSCRIBE_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class RelayFrame:
+    """One server → page frame, encoded; the fields beside the text let a page check its order."""
+
+    kind: str  # the frame's "type"
+    turn_id: int
+    text: str  # the frame as the page receives it
+    first_seq: int = 0  # turn.events: the seqs the frame carries, first and last
+    last_seq: int = 0
+
+
+class Subscriber(Protocol):
+    """A page's socket, as the relay sees it. Both calls must return at once."""
+
+    def deliver(self, frame: RelayFrame) -> None: ...
+
+    def missed(self) -> None:
+        """Frames may have been lost on the way: catch up from the event log."""
+
+
+class LocalRelay:
+    """One process: frames go from publisher to pages in memory."""
+
+    def __init__(self) -> None:
+        self.subscribers: dict[int, set[Subscriber]] = {}
+
+    async def join(self, chat_id: int, subscriber: Subscriber) -> None:
+        """Deliver the chat's frames to `subscriber` from now on (publishes after this returns)."""
+        self.subscribers.setdefault(chat_id, set()).add(subscriber)
+
+    async def leave(self, chat_id: int, subscriber: Subscriber) -> None:
+        members = self.subscribers.get(chat_id)
+        if members is not None:
+            members.discard(subscriber)
+            if not members:
+                del self.subscribers[chat_id]
+
+    async def publish(self, frames: list[tuple[int, RelayFrame]]) -> None:
+        """Send each (chat id, frame) to the chat's pages, in order."""
+        self._deliver_here(frames)
+
+    def _deliver_here(self, frames: list[tuple[int, RelayFrame]]) -> None:
+        for chat_id, frame in frames:
+            for subscriber in tuple(self.subscribers.get(chat_id, ())):
+                try:
+                    subscriber.deliver(frame)
+                except Exception:  # one broken page must not cost the others their frames
+                    logger.exception("Delivering a frame of chat %s failed", chat_id)
+
+    async def close(self) -> None:
+        self.subscribers.clear()
+
+
+class RedisRelay(LocalRelay):
+    """Many processes: pages here get frames from memory, other processes through Redis pub/sub.
+
+    A message is `origin|kind|turn_id|first_seq|last_seq|text`; a process skips its own (it
+    delivered them already). Frames of one chat come from the one process running its turn,
+    in order, over one connection, so Redis keeps their order.
+    """
+
+    def __init__(self, url: str, prefix: str) -> None:
+        super().__init__()
+        import redis.asyncio as redis
+
+        self.redis = redis.Redis.from_url(url)
+        self.prefix = prefix
+        self.origin = uuid.uuid4().hex[:12] + f"-{os.getpid()}"
+        self._pubsub = self.redis.pubsub()
+        self._reader: asyncio.Task | None = None
+        self._confirmed: dict[bytes, asyncio.Future] = {}
+        self._publishing = asyncio.Lock()  # one pipeline at a time keeps frames in order
+        self._home = f"{prefix}process.{self.origin}".encode()  # keeps the reader subscribed
+
+    def channel(self, chat_id: int) -> bytes:
+        return f"{self.prefix}chat.{chat_id}".encode()
+
+    async def join(self, chat_id: int, subscriber: Subscriber) -> None:
+        first = chat_id not in self.subscribers
+        await super().join(chat_id, subscriber)
+        if first:
+            await self._subscribe(self.channel(chat_id))
+
+    async def leave(self, chat_id: int, subscriber: Subscriber) -> None:
+        await super().leave(chat_id, subscriber)
+        if chat_id not in self.subscribers:
+            try:
+                await self._pubsub.unsubscribe(self.channel(chat_id))
+            except Exception:  # the reader re-subscribes only to chats with pages
+                logger.warning("Unsubscribing from chat %s failed", chat_id, exc_info=True)
+
+    async def _subscribe(self, channel: bytes) -> None:
+        """Subscribe and wait until Redis says so: a page reads the log only after that."""
+        await self._ensure_reader()
+        confirmed = self._confirmed.setdefault(channel, asyncio.get_running_loop().create_future())
+        await self._pubsub.subscribe(channel)
+        try:
+            await asyncio.wait_for(asyncio.shield(confirmed), SUBSCRIBE_TIMEOUT)
+        except TimeoutError:  # the page still catches up from any later frame's gap
+            logger.warning("Redis did not confirm the subscription to %s in time", channel)
+        finally:
+            self._confirmed.pop(channel, None)
+
+    async def _ensure_reader(self) -> None:
+        if self._reader is None or self._reader.done():
+            await self._pubsub.subscribe(self._home)
+            self._reader = asyncio.create_task(self._read_forever(), name="relay-reader")
+
+    async def publish(self, frames: list[tuple[int, RelayFrame]]) -> None:
+        self._deliver_here(frames)
+        head = self.origin
+        async with self._publishing, self.redis.pipeline(transaction=False) as pipe:
+            for chat_id, f in frames:
+                message = f"{head}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
+                pipe.publish(self.channel(chat_id), message.encode())
+            await pipe.execute()
+
+    async def _read_forever(self) -> None:
+        while True:
+            try:
+                message = await self._pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("The relay's Redis subscription broke", exc_info=True)
+                await self._resubscribe()
+                continue
+            if message is not None:
+                self._receive(message)
+
+    def _receive(self, message: dict) -> None:
+        kind, channel = message["type"], message["channel"]
+        if kind == b"subscribe" or kind == "subscribe":
+            future = self._confirmed.get(channel)
+            if future is not None and not future.done():
+                future.set_result(None)
+            return
+        if kind not in (b"message", "message") or channel == self._home:
+            return
+        origin, frame_kind, turn_id, first, last, text = message["data"].decode().split("|", 5)
+        if origin == self.origin:
+            return
+        chat_id = int(channel.decode().rsplit(".", 1)[1])
+        frame = RelayFrame(frame_kind, int(turn_id), text, int(first), int(last))
+        self._deliver_here([(chat_id, frame)])
+
+    async def _resubscribe(self) -> None:
+        """Reconnect until Redis answers, re-subscribe, then tell every page to catch up."""
+        while True:
+            await asyncio.sleep(RECONNECT_DELAY)
+            try:
+                await self._pubsub.aclose()
+                self._pubsub = self.redis.pubsub()
+                channels = [self._home, *(self.channel(c) for c in self.subscribers)]
+                await self._pubsub.subscribe(*channels)
+                # PING is answered after the subscriptions: from then on nothing is missed.
+                await self._pubsub.ping()
+                while True:  # frames that arrive before the PONG are delivered as usual
+                    reply = await self._pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT)
+                    if reply is None:
+                        raise TimeoutError("Redis did not answer PING")
+                    if reply["type"] in (b"pong", "pong"):
+                        break
+                    self._receive(reply)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("Re-subscribing the relay to Redis failed; retrying", exc_info=True)
+                continue
+            break
+        for members in list(self.subscribers.values()):
+            for subscriber in tuple(members):
+                subscriber.missed()
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            await asyncio.gather(self._reader, return_exceptions=True)
+        await self._pubsub.aclose()
+        await self.redis.aclose()
+        await super().close()
+
+
+def _new_relay() -> LocalRelay:  # a RedisRelay is a LocalRelay that also talks to Redis
+    url = settings.REDIS_URL
+    return RedisRelay(url, settings.RELAY_PREFIX) if url else LocalRelay()
+
+
+get_relay = PerLoop(_new_relay)  # this event loop's relay
+
+
+async def close_relay() -> None:
+    """Close this event loop's relay, if it has one (tests, at the end of each)."""
+    relay = get_relay.pop()
+    if relay is not None:
+        await relay.close()
