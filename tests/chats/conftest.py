@@ -10,8 +10,8 @@ from channels.layers import channel_layers, get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from chats.models import Chat
 from chats.lifespan import shut_down
+from chats.models import Chat
 from chats.routing import websocket_urlpatterns
 from demo_agent.scripted import DEFAULT_CHAT_ID, ScriptedAgent
 from demo_agent.wire import sse_event
