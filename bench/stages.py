@@ -10,15 +10,16 @@ timed with time.perf_counter over a whole round (30,000 events unless said other
 is the median of 5 rounds, divided by the events the round relayed (the database stages take
 the median of 5 parts of one run: see `database_stages`).
 
-1. read: the upstream HTTP read through httpx, no parsing. The stand-in agent
-   (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`) paces 20 streams
-   at 50 events/s, so each read returns one event, as in production; the site's client reads
-   them (`httpx.AsyncClient`, `httpx_sse.aconnect_sse`, `response.aiter_text()`). Wall time
-   would be mostly waiting, so this stage is this process's CPU time (time.process_time) from
-   the moment every stream has its first chunk to the end, over the events read meanwhile: the
-   event loop's wake-ups and the socket syscalls are in it. Opening the request (client, connect,
-   POST, headers) is a per-turn cost, reported per turn and amortised over 150 events. One
-   unpaced 5,000-event stream is also read, for comparison: its chunks carry many events each.
+1. read: the upstream HTTP read as the site does it (httpx over `AiohttpTransport`), no parsing.
+   The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
+   paces 20 streams at 50 events/s, so each read returns one event, as in production; the site's
+   client reads them (`httpx.AsyncClient(transport=http_transport())`, `httpx_sse.aconnect_sse`,
+   `response.aiter_text()`). Wall time would be mostly waiting, so this stage is this process's
+   CPU time (time.process_time) from the moment every stream has its first chunk to the end,
+   over the events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
+   Opening the request (client, connect, POST, headers) is a per-turn cost, reported per turn
+   and amortised over 150 events. One unpaced 5,000-event stream is also read, for comparison:
+   its chunks carry many events each.
 2. parse: text chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
    a `StreamReader(BigdataAdapter())`, under `providers.attempts.with_retries`, as
    `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
@@ -184,12 +185,12 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
     import httpx
     from httpx_sse import aconnect_sse
 
-    from chats.agent.client import AgentRequest, ssl_context, stream_timeout
+    from chats.agent.client import AgentRequest, http_transport, stream_timeout
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
     headers = {"Content-Type": "application/json"}
     async with (
-        httpx.AsyncClient(timeout=timeout, verify=ssl_context()) as client,
+        httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
         aconnect_sse(
             client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
         ) as source,
@@ -583,7 +584,7 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "httpx + httpx_sse: socket read, HTTP/1.1 body, UTF-8 text (paced, 1 event/read)",
+    "read": "httpx over aiohttp + httpx_sse: socket, HTTP body, UTF-8 text (paced, 1 event/read)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",

@@ -8,6 +8,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from citations.render_html import render_html
@@ -78,13 +79,17 @@ def turn_start(
     chat = Chat.objects.select_for_update().get(pk=chat.pk)
     now = timezone.now()
     # A streaming turn whose lease lapsed belongs to a dead process; the sweeper finishes it.
-    running = Turn.objects.streaming().filter(lease_expires_at__gt=now)
-    if running.filter(chat=chat).exists():
+    running = (
+        Turn.objects.streaming()
+        .filter(lease_expires_at__gt=now, chat__owner_id=chat.owner_id)
+        .aggregate(here=Count("pk", filter=Q(chat_id=chat.pk)), anywhere=Count("pk"))
+    )
+    if running["here"]:
         raise TurnStartError(
             "This chat is still answering. Wait for it to finish or stop it first.",
             ErrorCode.TURN_IN_PROGRESS,
         )
-    if running.filter(chat__owner_id=chat.owner_id).count() >= settings.AGENT_MAX_CONCURRENT_TURNS:
+    if running["anywhere"] >= settings.AGENT_MAX_CONCURRENT_TURNS:
         raise TurnStartError(
             f"You already have {settings.AGENT_MAX_CONCURRENT_TURNS} answers being written."
             " Ask again when one of them has finished.",

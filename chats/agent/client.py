@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import aconnect_sse
 
+from .aiohttp_transport import AiohttpTransport
 from .bigdata import BigdataAdapter
 from .events import AgentEvent
 from .providers.attempts import (
@@ -85,6 +86,11 @@ def ssl_context():
     return httpx.create_ssl_context()
 
 
+def http_transport() -> httpx.AsyncBaseTransport:
+    """The transport of every streamed call (see aiohttp_transport for why not httpx's own)."""
+    return AiohttpTransport(ssl_context=ssl_context())
+
+
 def stream_timeout(*, connect: float, idle: float) -> httpx.Timeout:
     """The timeouts of a streamed answer: `idle` is the longest wait between two chunks."""
     return httpx.Timeout(connect=connect, read=idle, write=10.0, pool=10.0)
@@ -136,7 +142,7 @@ class AgentStream:
         if self.settings.api_key:
             headers["X-API-KEY"] = self.settings.api_key
         async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport, verify=ssl_context()
+            timeout=timeout, transport=self._transport or http_transport()
         ) as client:
             attempts = with_retries(
                 functools.partial(self._attempt, client, headers),

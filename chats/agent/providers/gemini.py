@@ -24,7 +24,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..client import AgentError, redact, ssl_context, stream_timeout
+from ..client import AgentError, http_transport, redact, stream_timeout
 from ..events import (
     ActionEvent,
     AgentEvent,
@@ -411,9 +411,7 @@ class GeminiClient:
 
         timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
         adapter = GeminiAdapter()
-        transport = _FixedTimeouts(
-            self._transport or httpx.AsyncHTTPTransport(verify=ssl_context()), timeout
-        )
+        transport = _FixedTimeouts(self._transport or http_transport(), timeout)
         async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
             client = genai.Client(
                 api_key=self.config.api_key,

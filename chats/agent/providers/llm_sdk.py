@@ -21,7 +21,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..client import AgentError, redact, ssl_context, stream_timeout
+from ..client import AgentError, http_transport, redact, stream_timeout
 from ..events import (
     AgentEvent,
     AnswerEvent,
@@ -278,7 +278,7 @@ class LlmSdkClient:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         started = False
         async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport, verify=ssl_context()
+            timeout=timeout, transport=self._transport or http_transport()
         ) as client:
             try:
                 async with client.stream(

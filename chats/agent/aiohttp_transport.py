@@ -1,0 +1,109 @@
+"""httpx's API over aiohttp's connection: the transport of every streamed answer.
+
+Why: reading a paced stream through httpx's own transport (httpcore, h11, anyio) cost
+50-68 µs of CPU per event on this machine; through aiohttp's C-accelerated reader, 23
+(docs/PERFORMANCE.md, "Wave 3"). The clients keep httpx's API (requests, responses, timeouts,
+the SDKs' `http_client`), so only this module knows aiohttp.
+
+Not the `httpx-aiohttp` package: it maps a refused connection, and a server that hangs up
+before answering, to `ConnectTimeout`, which would tell the analyst the agent was slow when it
+was down. Here every aiohttp failure becomes the httpx error httpx's own transport raises for
+it, so `providers.attempts.transport_failure` words it the same whichever transport ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Iterator
+
+import aiohttp
+import httpx
+
+# First match wins: the specific classes come before the ones they derive from.
+_ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
+    (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
+    (aiohttp.SocketTimeoutError, httpx.ReadTimeout),
+    (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
+    (aiohttp.ClientConnectorError, httpx.ConnectError),  # refused, DNS, TLS handshake
+    (aiohttp.ServerFingerprintMismatch, httpx.ConnectError),
+    (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),  # hung up before answering
+    (aiohttp.ClientPayloadError, httpx.RemoteProtocolError),  # body cut short
+    (aiohttp.ClientOSError, httpx.ReadError),  # reset mid-body
+    (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
+    (aiohttp.ClientError, httpx.RemoteProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
+    try:
+        yield
+    except aiohttp.ClientError as error:
+        for aiohttp_class, httpx_class in _ERRORS:
+            if isinstance(error, aiohttp_class):
+                raise httpx_class(str(error) or type(error).__name__, request=request) from error
+        raise  # not reached: aiohttp.ClientError is the last entry
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _as_httpx_errors(self._request):
+            async for chunk in self._response.content.iter_any():  # what has arrived, at once
+                yield chunk
+
+    async def aclose(self) -> None:
+        # A body not read to its end closes the connection: the agent sees the page stop.
+        self._response.release()
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """One aiohttp session per transport (per httpx client), opened on the first request."""
+
+    def __init__(self, *, ssl_context: ssl.SSLContext) -> None:
+        self._ssl_context = ssl_context
+        self._session: aiohttp.ClientSession | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._ssl_context),
+                cookie_jar=aiohttp.DummyCookieJar(),  # httpx's client keeps cookies, if any
+                auto_decompress=False,  # httpx decodes the body, by its Content-Encoding
+                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as httpx honours them
+            )
+        timeout = request.extensions.get("timeout", {})
+        body = await request.aread()
+        headers = [
+            (name, value)
+            for name, value in request.headers.multi_items()
+            if name.lower() not in {"content-length", "transfer-encoding"}  # aiohttp sets them
+        ]
+        with _as_httpx_errors(request):
+            response = await self._session.request(
+                request.method,
+                str(request.url),
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=timeout.get("connect"), sock_read=timeout.get("read")
+                ),
+            )
+        extensions = {"http_version": b"HTTP/1.1"}
+        if response.reason:
+            extensions["reason_phrase"] = response.reason.encode()
+        return httpx.Response(
+            status_code=response.status,
+            headers=list(response.raw_headers),
+            stream=_ResponseStream(response, request),
+            extensions=extensions,
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()

@@ -1,0 +1,130 @@
+"""The aiohttp transport fails as httpx's own does: each fault, on a real socket, raises the same
+httpx error through both, so the analyst is told the same thing whichever transport ran."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+
+from chats.agent.client import http_transport
+from tests.servers import free_port
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+HEADERS = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+EVENT = b'data: {"type": "ANSWER", "content": "part"}\n\n'
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+@asynccontextmanager
+async def raw_server(handler: Handler) -> AsyncIterator[str]:
+    """A TCP server that reads the request head, then does what `handler` says."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        try:
+            await handler(reader, writer)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://127.0.0.1:{port}/stream"
+
+
+async def hang_up(reader, writer) -> None:
+    pass  # closes before a byte of the response
+
+
+async def cut_mid_body(reader, writer) -> None:
+    writer.write(HEADERS + chunk(EVENT))
+    await writer.drain()
+
+
+async def reset_mid_body(reader, writer) -> None:
+    writer.write(HEADERS + chunk(EVENT))
+    await writer.drain()
+    raw = writer.get_extra_info("socket")
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST on close
+
+
+async def stall_before_answering(reader, writer) -> None:
+    await asyncio.sleep(5)
+
+
+async def stall_mid_body(reader, writer) -> None:
+    writer.write(HEADERS + chunk(EVENT))
+    await writer.drain()
+    await asyncio.sleep(5)
+
+
+async def answer_in_full(reader, writer) -> None:
+    writer.write(HEADERS + chunk(EVENT) + chunk(EVENT) + b"0\r\n\r\n")
+    await writer.drain()
+
+
+TRANSPORTS = {
+    "httpx": lambda: httpx.AsyncHTTPTransport(),
+    "aiohttp": http_transport,
+}
+
+
+async def read_body(url: str, transport: httpx.AsyncBaseTransport) -> list[bytes]:
+    timeout = httpx.Timeout(connect=2.0, read=0.5, write=2.0, pool=2.0)
+    async with (
+        httpx.AsyncClient(timeout=timeout, transport=transport) as client,
+        client.stream("POST", url, json={"message": "q"}) as response,
+    ):
+        assert response.status_code == 200
+        return [part async for part in response.aiter_bytes()]
+
+
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_a_whole_answer_arrives_through_either(name):
+    async with raw_server(answer_in_full) as url:
+        assert b"".join(await read_body(url, TRANSPORTS[name]())) == EVENT * 2
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        (hang_up, httpx.RemoteProtocolError),
+        (cut_mid_body, httpx.RemoteProtocolError),
+        (stall_before_answering, httpx.ReadTimeout),
+        (stall_mid_body, httpx.ReadTimeout),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_each_fault_raises_the_same_httpx_error(name, fault, error):
+    async with raw_server(fault) as url:
+        with pytest.raises(httpx.TransportError) as caught:
+            await read_body(url, TRANSPORTS[name]())
+    assert type(caught.value) is error
+
+
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_a_reset_mid_body_is_a_dropped_connection(name):
+    # httpx says ReadError, or RemoteProtocolError when the reset lands after the last byte
+    # read; either is "dropped" to the client (providers.attempts.transport_failure).
+    async with raw_server(reset_mid_body) as url:
+        with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+            await read_body(url, TRANSPORTS[name]())
+
+
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_nothing_listening_is_a_connect_error(name):
+    with pytest.raises(httpx.TransportError) as caught:
+        await read_body(f"http://127.0.0.1:{free_port()}/stream", TRANSPORTS[name]())
+    assert type(caught.value) is httpx.ConnectError
