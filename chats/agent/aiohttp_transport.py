@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
@@ -61,6 +62,13 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._response.release()
 
 
+def _environment_proxy(url: httpx.URL) -> str | None:
+    """HTTP(S)_PROXY unless NO_PROXY covers the host, as httpx reads them."""
+    if urllib.request.proxy_bypass(url.host):
+        return None
+    return urllib.request.getproxies().get(url.scheme)
+
+
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """One aiohttp session per transport (per httpx client), opened on the first request."""
 
@@ -74,7 +82,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 connector=aiohttp.TCPConnector(ssl=self._ssl_context),
                 cookie_jar=aiohttp.DummyCookieJar(),  # httpx's client keeps cookies, if any
                 auto_decompress=False,  # httpx decodes the body, by its Content-Encoding
-                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as httpx honours them
+                trust_env=False,  # no ~/.netrc credentials (httpx sends none); proxies below
             )
         timeout = request.extensions.get("timeout", {})
         body = await request.aread()
@@ -83,15 +91,20 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             for name, value in request.headers.multi_items()
             if name.lower() not in {"content-length", "transfer-encoding"}  # aiohttp sets them
         ]
+        url = request.url.copy_with(username=None, password=None)  # httpx made the header
         with _as_httpx_errors(request):
             response = await self._session.request(
                 request.method,
-                str(request.url),
+                str(url),
+                proxy=_environment_proxy(url),
                 headers=headers,
                 data=body or None,
                 allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=timeout.get("connect"), sock_read=timeout.get("read")
+                timeout=aiohttp.ClientTimeout(  # `connect` covers the DNS lookup, as httpx's does
+                    total=None,
+                    connect=timeout.get("connect"),
+                    sock_connect=timeout.get("connect"),
+                    sock_read=timeout.get("read"),
                 ),
             )
         extensions = {"http_version": b"HTTP/1.1"}
