@@ -39,7 +39,7 @@ the median of 5 parts of one run: see `database_stages`).
 7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
-   `services.turn_start(...)` + `runner.turn_card_frame("turn.started", turn)`;
+   `services.turn_start(...)` + `runner.turn_card_frame("turn.started", ...)`;
    `services.turn_finish(..., index_for_search=False)` + `turn_card_frame("turn.finished", ...)`;
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
    chat per turn (the bench's first questions).
@@ -482,9 +482,9 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     def start(group: list[Any]) -> list[Any]:
         turns = []
         for chat in group:
-            turn, _request = turn_start(chat=chat, question=QUESTION, research_effort="standard")
-            turn_card_frame("turn.started", turn)
-            turns.append(turn)
+            started = turn_start(chat=chat, question=QUESTION, research_effort="standard")
+            turn_card_frame("turn.started", started.turn, item=started.card_item)
+            turns.append(started.turn)
         return turns
 
     def finish(turns: list[Any]) -> None:

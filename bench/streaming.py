@@ -31,8 +31,11 @@ G3. The 5,000-event stream: site ≤ 1.3x the direct read (medians).
 G4. Server CPU per relayed event ≤ 80 µs (judged on G2's run, printed for G1's too; the CPU of
     uvicorn's master and all its workers), and memory per streaming turn ≤ 200 KiB (part 3).
 
-Delivered events/s = events received / (last event received - first ask sent); offered =
-chats x rate. The goals are judged at the largest `--concurrency` (200 by default). Nothing
+Delivered events/s = the sum over turns of the turn's events / (its last event received - its
+first event sent by the stand-in): the pace each stream is relayed at, as issue #13's table counts
+it; the wait before the first event is the ask → first event goal. The tables also give events /
+(last event received - first ask sent), which pays for that wait too. Offered = chats x rate.
+The goals are judged at the largest `--concurrency` (200 by default). Nothing
 fails the process. Not a test.
 """
 
@@ -147,7 +150,8 @@ def concurrency_row(result: bench.ConcurrentResult, label: str = "") -> list[str
         label or str(result.chats),
         f"{result.events:,}",
         f"{result.offered_per_second:,.0f}",
-        f"{result.events_per_second:,.0f} ({result.delivered_share:.0%})",
+        f"{result.events_per_second:,.0f} ({result.delivered_share:.0%}); "
+        f"{result.events_per_second_from_ask:,.0f}",
         f"{result.p50_ms:.1f}",
         f"{result.p99_ms:.1f}",
         f"{result.p99_steady_ms:.1f}",
@@ -168,7 +172,7 @@ CONCURRENCY_HEADERS = [
     "chats",
     "events",
     "offered ev/s",
-    "delivered ev/s (of offered)",
+    "delivered ev/s (of offered); from the first ask",
     "added p50 (ms)",
     "added p99 (ms)",
     "p99 after 1 s (ms)",
@@ -186,6 +190,8 @@ CONCURRENCY_HEADERS = [
 TABLE_NOTES = (
     "CPU columns are shares of one core over the run (2 cores in all); server CPU µs/event is "
     "server CPU seconds over the run / events delivered (uvicorn's master and all its workers). "
+    "Delivered: each turn's events / (its last event received - its first event sent), summed; "
+    "then all events / (last event received - first ask sent). "
     "Added latency is stand-in send time → client receive time, per ANSWER event. Whole turns: "
     'every event exactly once, in order, and turn.finished "complete".'
 )
@@ -369,7 +375,9 @@ def concurrency_goals(name: str, result: bench.ConcurrentResult) -> list[str]:
         goal_line(
             result.delivered_share >= DELIVERED_GOAL,
             f"{name}: delivered {result.delivered_share:.0%} of offered "
-            f"({result.events_per_second:,.0f} of {result.offered_per_second:,.0f} events/s; "
+            f"({result.events_per_second:,.0f} of {result.offered_per_second:,.0f} events/s, "
+            f"each turn from its first event sent to its last received; "
+            f"{result.events_per_second_from_ask:,.0f} counted from the first ask; "
             f"≥ {DELIVERED_GOAL:.0%})",
         ),
         goal_line(

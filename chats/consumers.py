@@ -151,13 +151,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
 
     async def handle_ask(self, frame: Ask) -> None:
-        if not await self._session_is_alive():
-            await self.session_end({})
-            return
-
-        def start() -> tuple[Turn, AgentRequest | ProviderRequest, TurnCardFrame]:
-            """Start the turn and render its card, in one trip to the database thread."""
-            turn, request = turn_start(
+        def start() -> tuple[Turn, AgentRequest | ProviderRequest, TurnCardFrame] | None:
+            """Check the session, start the turn and render its card: one trip to the database
+            thread, which a burst of asks queues on."""
+            if not self._session_is_alive():
+                return None
+            started = turn_start(
                 chat=self.chat,
                 question=frame.message,
                 research_effort=frame.research_effort,
@@ -165,14 +164,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 restart=frame.restart,
                 options=frame.options,
             )
-            return turn, request, turn_card_frame("turn.started", turn)
+            card = turn_card_frame("turn.started", started.turn, item=started.card_item)
+            return started.turn, started.request, card
 
         try:
-            turn, request, started = await database_sync_to_async(start)()
+            started = await database_sync_to_async(start)()
         except TurnStartError as refused:
             raise FrameError(str(refused), refused.code) from refused
+        if started is None:
+            await self.session_end({})
+            return
+        turn, request, card = started
         self.cursors[turn.pk] = 0
-        await publish_turn_started(turn, started)
+        await publish_turn_started(turn, card)
         await get_registry().start(turn, request)
 
     async def handle_stop(self, frame: Stop) -> None:
@@ -304,18 +308,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 self.cursors.pop(item.turn_id, None)
             await self.send(text_data=item.text)
 
-    async def _session_is_alive(self) -> bool:
+    def _session_is_alive(self) -> bool:
         """Return False once the session this socket opened with has ended (a logout).
 
         The logout closes the socket through the user's group; this check also holds when that
         message is lost or the socket is mid-close. A scope without a session (tests that set
-        the user directly) has nothing to check.
+        the user directly) has nothing to check. Database thread.
         """
         session = self.scope.get("session")
         if session is None:
             return True
         key = session.session_key
-        return bool(key) and await database_sync_to_async(session.exists)(key)
+        return bool(key) and session.exists(key)
 
     # --- Messages from the user's group -------------------------------------------------
 

@@ -37,7 +37,7 @@ from .protocol import (
     turn_notice,
     turn_stop,
 )
-from .selectors import branch_turn
+from .selectors import BranchTurn, branch_turn
 from .services import (
     turn_fail_unsaved,
     turn_finish,
@@ -277,16 +277,19 @@ class TurnRun:
         await publish_to_chat(self.chat_id, notice)
 
 
-def render_turn_card(turn: Turn) -> str:
-    return render_to_string("chats/_turn.html", {"item": branch_turn(turn=turn)})
+def render_turn_card(turn: Turn, item: BranchTurn | None = None) -> str:
+    """The turn's card; `item` when the caller knows the turn's siblings already."""
+    return render_to_string("chats/_turn.html", {"item": item or branch_turn(turn=turn)})
 
 
 def turn_card_frames(
-    turn: Turn, kinds: tuple[Literal["turn.started", "turn.finished"], ...]
+    turn: Turn,
+    kinds: tuple[Literal["turn.started", "turn.finished"], ...],
+    item: BranchTurn | None = None,
 ) -> list[TurnCardFrame]:
     """Frames that carry the turn's card as the page would render it now, rendered once
     whatever the number of kinds (database thread)."""
-    html = render_turn_card(turn)
+    html = render_turn_card(turn, item)
     return [
         turn_card(
             kind,
@@ -300,8 +303,10 @@ def turn_card_frames(
     ]
 
 
-def turn_card_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:
-    return turn_card_frames(turn, (kind,))[0]
+def turn_card_frame(
+    kind: Literal["turn.started", "turn.finished"], turn: Turn, item: BranchTurn | None = None
+) -> TurnCardFrame:
+    return turn_card_frames(turn, (kind,), item)[0]
 
 
 async def turn_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:

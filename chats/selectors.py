@@ -42,10 +42,15 @@ class BranchTurn:
         return self.siblings[self.position] if self.position < len(self.siblings) else None
 
 
-def chat_turn_tree(*, chat: Chat) -> dict[int | None, list[Turn]]:
-    """Return children by parent id (None for the first questions), in creation order."""
+def chat_turn_tree(*, chat: Chat, with_traces: bool = True) -> dict[int | None, list[Turn]]:
+    """Return children by parent id (None for the first questions), in creation order.
+
+    `with_traces` loads each turn's tool calls too, for rendering the turns' cards.
+    """
     tree: dict[int | None, list[Turn]] = {}
-    turns = Turn.objects.filter(chat=chat).prefetch_related("audit_traces")
+    turns = Turn.objects.filter(chat=chat)
+    if with_traces:
+        turns = turns.prefetch_related("audit_traces")
     for turn in turns.order_by("created_at", "id"):
         tree.setdefault(turn.parent_id, []).append(turn)
     return tree

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -29,7 +29,7 @@ from .library.search import chat_search_index_update
 from .models import Chat, OutputSchema, Turn, TurnEvent
 from .options import QuestionOptions, request_fields
 from .protocol import LEAF, ErrorCode
-from .selectors import branch_leaf, chat_branch, chat_turn_tree
+from .selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,20 @@ def chat_create(*, owner, provider: str = "") -> Chat:
     return Chat.objects.create(
         owner=owner, provider=provider if provider in offered else default_agent()
     )
+
+
+@dataclass(frozen=True)
+class StartedTurn:
+    """A turn `turn_start` created, the request that asks the agent for it, and its siblings."""
+
+    turn: Turn
+    request: AgentRequest | ProviderRequest
+    siblings: list[int]  # the ids of the turns under the same parent, this one last
+
+    @property
+    def card_item(self) -> BranchTurn:
+        """What the turn's card renders: known here, so the card costs no query."""
+        return BranchTurn(self.turn, len(self.siblings), self.siblings)
 
 
 class TurnStartError(ValueError):
@@ -61,7 +75,7 @@ def turn_start(
     parent_turn_id: int | str | None = LEAF,
     restart: bool = False,
     options: QuestionOptions | None = None,
-) -> tuple[Turn, AgentRequest]:
+) -> StartedTurn:
     """Create a streaming turn and the request that continues its branch upstream.
 
     `options` (the composer's question options) are saved on the chat; None uses the chat's.
@@ -73,10 +87,10 @@ def turn_start(
     Refused while the chat already streams a turn, or while the owner has
     AGENT_MAX_CONCURRENT_TURNS streaming anywhere: each refusal costs no upstream request.
     """
-    # Lock the owner, then the chat (always in this order): asks of one user are counted one
-    # at a time, in every process, so twenty at once cannot all see room for one more.
-    list(get_user_model().objects.select_for_update().filter(pk=chat.owner_id).values("pk"))
-    chat = Chat.objects.select_for_update().get(pk=chat.pk)
+    # Lock the chat and its owner, in one statement (PostgreSQL locks the chat's row, then the
+    # owner's): asks of one user are counted one at a time, in every process, so twenty at once
+    # cannot all see room for one more. Nothing locks an owner and then one of their chats.
+    chat = Chat.objects.select_for_update().select_related("owner").get(pk=chat.pk)
     now = timezone.now()
     # A streaming turn whose lease lapsed belongs to a dead process; the sweeper finishes it.
     running = (
@@ -95,7 +109,7 @@ def turn_start(
             " Ask again when one of them has finished.",
             ErrorCode.TOO_MANY_TURNS,
         )
-    tree = chat_turn_tree(chat=chat)
+    tree = chat_turn_tree(chat=chat, with_traces=False)
     by_id = {t.pk: t for children in tree.values() for t in children}
     if parent_turn_id == LEAF:
         branch = chat_branch(chat=chat, tree=tree)
@@ -163,7 +177,8 @@ def turn_start(
             history=() if restart else branch_history(parent=parent, by_id=by_id),
             research_effort=research_effort,
         )
-    return turn, request
+    siblings = [t.pk for t in tree.get(turn.parent_id, [])] + [turn.pk]
+    return StartedTurn(turn, request, siblings)
 
 
 def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:
@@ -204,6 +219,8 @@ def turn_finish(
         answer=answer,
         citations=transcript.citations,
         tool_calls=transcript.tool_calls,
+        # Only the transaction that finishes a turn stores its citations, and it is unfinished.
+        replace_stored=False,
     )
     turn.answer_text = answer
     turn.answer_html = render_html(cited, doc_id=f"t{turn.pk}")

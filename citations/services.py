@@ -18,25 +18,28 @@ logger = logging.getLogger(__name__)
 _LOGGED_PROBLEMS = 20  # per warning line; the rest are counted
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # inside the caller's transaction: all or nothing
 def citations_store_for_turn(
     *,
     turn_id: int,
     answer: str,
     citations: Sequence[Citation],
     tool_calls: Sequence[ToolCall] = (),
+    replace_stored: bool = True,
 ) -> CitedAnswer:
     """Resolve the turn's citations, replace what was stored for it, and return the result.
 
     Called once the answer is complete, inside the caller's transaction. The caller renders and
-    stores the HTML from the returned answer.
+    stores the HTML from the returned answer. `replace_stored=False` skips looking for stored
+    rows when the caller knows there are none.
     """
     cited = with_checks(
         resolve_citations(answer=answer, citations=citations, tool_calls=tool_calls)
     )
     checks = {c.end: c.check.to_dict() for c in cited.claims if c.check is not None}
-    Reference.objects.filter(turn_id=turn_id).delete()
-    AuditTrace.objects.filter(turn_id=turn_id).delete()
+    if replace_stored:
+        Reference.objects.filter(turn_id=turn_id).delete()
+        AuditTrace.objects.filter(turn_id=turn_id).delete()
 
     traces = AuditTrace.objects.bulk_create(
         AuditTrace(

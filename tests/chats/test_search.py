@@ -167,7 +167,7 @@ def test_search_page_lists_results_with_snippets(client, analyst, intruder):
 
 def test_a_turn_is_found_as_soon_as_it_finishes(analyst):
     chat = Chat.objects.create(owner=analyst)
-    turn, _ = turn_start(chat=chat, question="Which metal is scarce?", research_effort="standard")
+    turn = turn_start(chat=chat, question="Which metal is scarce?", research_effort="standard").turn
 
     turn_finish(
         turn_id=turn.pk,
