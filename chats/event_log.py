@@ -207,6 +207,12 @@ class EventLog:
         the writer's thread after the loop has gone would race whatever the database sees next.
         """
         await self.flush()  # waits for a flush in progress, then writes anything left
+        # Events held back by a transient refusal are retried until they are written or their
+        # turns fail (TRANSIENT_GRACE), not dropped with the process.
+        loop = asyncio.get_running_loop()
+        while self._held:
+            await asyncio.sleep(max(0.0, self._retry_at - loop.time()))
+            await self.flush()
         if self._flusher is not None:
             self._flusher.cancel()
             await asyncio.gather(self._flusher, return_exceptions=True)

@@ -194,3 +194,24 @@ async def test_a_refusal_that_outlasts_the_grace_fails_the_turn(user, other_user
     assert "OperationalError" in told[0]
     assert await stored(waiting) == []
     assert [d["content"] for _, d in await stored(other)] == ["meanwhile"]
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a trigger raises a transient error on PostgreSQL"
+)
+async def test_closing_the_log_writes_events_held_for_a_retry(user, monkeypatch):
+    """The server's shut-down must not drop events kept back by a passing refusal."""
+    monkeypatch.setattr("chats.event_log.RETRY_DELAY", 0.5)  # the flusher retries after close
+    waiting = await make_turn(user)
+    log = EventLog(interval=0.01)
+    refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
+    await database_sync_to_async(refusal.__enter__)()
+    try:
+        log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT"))
+        await log.flush()
+        assert await stored(waiting) == []  # held for a retry
+    finally:
+        await database_sync_to_async(refusal.__exit__)(None, None, None)
+    await log.close()
+    assert [d["content"] for _, d in await stored(waiting)] == ["WAIT-FOR-IT"]
+    assert log.failure(waiting.pk) is None
