@@ -25,20 +25,12 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from . import protocol
-from .agent.client import AgentRequest
-from .agent.providers import ProviderRequest
-from .models import Turn
-from .protocol import Ask, ErrorCode, EventView, FrameError, Stop, Sync, TurnCardFrame
+from .asks import ask_start
+from .protocol import Ask, ErrorCode, EventView, FrameError, Stop, Sync
 from .relay import RelayFrame, get_relay
-from .runner import (
-    get_registry,
-    publish_turn_started,
-    request_stop,
-    turn_card_frame,
-    turn_card_frames,
-)
+from .runner import request_stop, turn_card_frames
 from .selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
-from .services import TurnStartError, turn_start
+from .services import TurnAsk, TurnStartError
 from .sockets import FrameRate, get_socket_leases, socket_close, socket_open
 
 logger = logging.getLogger(__name__)
@@ -151,33 +143,22 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
 
     async def handle_ask(self, frame: Ask) -> None:
-        def start() -> tuple[Turn, AgentRequest | ProviderRequest, TurnCardFrame] | None:
-            """Check the session, start the turn and render its card: one trip to the database
-            thread, which a burst of asks queues on."""
-            if not self._session_is_alive():
-                return None
-            started = turn_start(
-                chat=self.chat,
-                question=frame.message,
-                research_effort=frame.research_effort,
-                parent_turn_id=frame.parent_turn_id,
-                restart=frame.restart,
-                options=frame.options,
-            )
-            card = turn_card_frame("turn.started", started.turn, item=started.card_item)
-            return started.turn, started.request, card
-
+        ask = TurnAsk(
+            chat=self.chat,
+            question=frame.message,
+            research_effort=frame.research_effort,
+            parent_turn_id=frame.parent_turn_id,
+            restart=frame.restart,
+            options=frame.options,
+        )
         try:
-            started = await database_sync_to_async(start)()
+            started = await ask_start(ask, self._session_is_alive)
         except TurnStartError as refused:
             raise FrameError(str(refused), refused.code) from refused
-        if started is None:
+        if started is None:  # the asker's session has ended
             await self.session_end({})
-            return
-        turn, request, card = started
-        self.cursors[turn.pk] = 0
-        await publish_turn_started(turn, card)
-        await get_registry().start(turn, request)
+        # Otherwise the turn is announced and running: its turn.started frame, already in this
+        # page's outbox, sets the page's cursor for it.
 
     async def handle_stop(self, frame: Stop) -> None:
         owned = await database_sync_to_async(turn_in_chat)(

@@ -10,10 +10,11 @@ from channels.db import database_sync_to_async
 from django.db import connections
 
 from .agent.providers import preload_sdks
+from .asks import get_ask_batches
 from .event_log import get_event_log
 from .library.search import get_search_index_queue
 from .relay import close_relay
-from .runner import get_registry, sweep_orphans
+from .runner import get_finish_batches, get_registry, sweep_orphans
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,9 @@ async def lifespan_app(scope, receive, send) -> None:
 async def shut_down() -> None:
     """End this process's runs, then finish the work they left, in the order it depends on."""
     steps = [
+        get_ask_batches().close,  # asks being started become runs; no new ones start
         get_registry().shutdown,  # each run records itself interrupted and flushes its events
+        get_finish_batches().close,  # what the runs stored is announced
         get_event_log().close,
         get_search_index_queue().drain,
         close_relay,

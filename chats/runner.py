@@ -12,11 +12,13 @@ import asyncio
 import dataclasses
 import logging
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db import transaction
 from django.template.loader import render_to_string
 
 from . import display
@@ -24,6 +26,7 @@ from .agent.client import AgentError, AgentRequest
 from .agent.events import AgentEvent, AnswerEvent
 from .agent.providers import ProviderRequest, ProviderStream, open_stream
 from .agent.transcript import Transcript
+from .batches import DatabaseBatches
 from .event_log import EventLog, get_event_log
 from .library.search import get_search_index_queue
 from .models import Turn
@@ -85,6 +88,9 @@ class TurnRun:
         self.sanitized_events = 0
         self.answer_chars = 0
         self.task: asyncio.Task | None = None
+        # The ids of the turns beside this one, when whoever started it knew them: none can be
+        # added while it streams (one turn per chat), so its final card needs no query for them.
+        self.siblings: list[int] | None = None
         self._deadline: asyncio.Timeout | None = None
         self._ends_at = 0.0
 
@@ -239,23 +245,18 @@ class TurnRun:
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
 
-        def store() -> tuple[Turn | None, TurnCardFrame | None]:
-            """Store the turn and render its final card, in one trip to the database thread."""
-            turn = turn_finish(
-                turn_id=self.turn_id,
-                transcript=self.transcript,
-                status=status,
-                error=error,
-                error_kind=error_kind,
-                malformed_lines=stream.malformed_lines,
-                sanitized_events=self.sanitized_events,
-                index_for_search=False,
-            )
-            return turn, (_finished_frame_or_none(turn) if turn is not None else None)
-
-        frame = None
+        finish = Finish(
+            turn_id=self.turn_id,
+            transcript=self.transcript,
+            status=status,
+            error=error,
+            error_kind=error_kind,
+            malformed_lines=stream.malformed_lines,
+            sanitized_events=self.sanitized_events,
+            siblings=self.siblings,
+        )
         try:
-            turn, frame = await database_sync_to_async(store)()
+            await get_finish_batches().submit(finish)  # stored, then announced
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)
             turn = await _fail_unfinishable(
@@ -264,9 +265,7 @@ class TurnRun:
                 or f"This answer could not be saved ({type(finish_error).__name__})."
                 " Retry to ask again.",
             )
-        if turn is not None:
-            await _publish_finished_safely(turn, frame)
-            get_search_index_queue().add(turn.chat_id)
+            await _announce_finished((turn, None))
 
     async def _notice_retry(self, message: str, delay: float) -> None:
         if self._deadline is not None:  # waiting out a retry is not the agent falling silent
@@ -330,9 +329,15 @@ class RunRegistry:
         self._heartbeat: asyncio.Task | None = None
 
     async def start(
-        self, turn: Turn, request: AgentRequest, *, run_class: type[TurnRun] | None = None
+        self,
+        turn: Turn,
+        request: AgentRequest,
+        *,
+        run_class: type[TurnRun] | None = None,
+        siblings: list[int] | None = None,
     ) -> TurnRun:
         run = (run_class or TurnRun)(turn, request)
+        run.siblings = siblings
         self.runs[run.turn_id] = run
         run.task = asyncio.create_task(self._supervise(run), name=f"turn-{run.turn_id}")
         self.ensure_heartbeat()
@@ -412,9 +417,82 @@ async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:
         return None
 
 
-def _finished_frame_or_none(turn: Turn) -> TurnCardFrame | None:
+@dataclass(frozen=True)
+class Finish:
+    """What a run stores when it ends (`turn_finish`'s arguments), and its siblings if known."""
+
+    turn_id: int
+    transcript: Transcript
+    status: str
+    error: str
+    error_kind: str
+    malformed_lines: int
+    sanitized_events: int
+    siblings: list[int] | None
+
+    def store(self) -> Turn | None:
+        return turn_finish(
+            turn_id=self.turn_id,
+            transcript=self.transcript,
+            status=self.status,
+            error=self.error,
+            error_kind=self.error_kind,
+            malformed_lines=self.malformed_lines,
+            sanitized_events=self.sanitized_events,
+            index_for_search=False,  # batched, once the pages have the answer
+        )
+
+
+Stored = tuple[Turn | None, TurnCardFrame | None]  # None: already finished, or no card
+
+
+def _store_finishes(finishes: list[Finish]) -> list[Stored | Exception]:
+    """Store the finished turns in one transaction, then render their cards (database thread).
+
+    Each `turn_finish` is a savepoint of its own, so an answer the database refuses fails
+    alone; if the commit itself fails, the batch raises and each is stored alone.
+    """
+    stored: list[Turn | Exception | None] = []
+    with transaction.atomic():
+        for finish in finishes:
+            try:
+                stored.append(finish.store())
+            except Exception as error:
+                stored.append(error)
+    return [
+        outcome if isinstance(outcome, Exception | None) else (outcome, _card(outcome, finish))
+        for outcome, finish in zip(stored, finishes, strict=True)
+    ]
+
+
+def _card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
+    siblings = finish.siblings
+    item = None
+    if siblings and turn.pk in siblings:
+        item = BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
+    return _finished_frame_or_none(turn, item)
+
+
+async def _announce_finished(stored: Stored | None) -> Stored | None:
+    """Send the stored turn's final card to its chat's pages; queue its chat for search."""
+    if stored is None:
+        return None
+    turn, frame = stored
+    if turn is not None:
+        await _publish_finished_safely(turn, frame)
+        get_search_index_queue().add(turn.chat_id)
+    return stored
+
+
+# This event loop's finishing turns: 200 answers ending together are stored in a few trips.
+get_finish_batches = PerLoop(
+    lambda: DatabaseBatches(_store_finishes, name="finish", then=_announce_finished)
+)
+
+
+def _finished_frame_or_none(turn: Turn, item: BranchTurn | None = None) -> TurnCardFrame | None:
     try:
-        return turn_card_frame("turn.finished", turn)
+        return turn_card_frame("turn.finished", turn, item)
     except Exception:  # the turn is stored: publishing renders the card again, or says why not
         logger.exception("Rendering the card of turn %s failed", turn.pk)
         return None

@@ -42,18 +42,23 @@ class BranchTurn:
         return self.siblings[self.position] if self.position < len(self.siblings) else None
 
 
-def chat_turn_tree(*, chat: Chat, with_traces: bool = True) -> dict[int | None, list[Turn]]:
-    """Return children by parent id (None for the first questions), in creation order.
-
-    `with_traces` loads each turn's tool calls too, for rendering the turns' cards.
-    """
+def chat_turn_tree(*, chat: Chat) -> dict[int | None, list[Turn]]:
+    """Return children by parent id (None for the first questions), in creation order, each
+    turn with its tool calls loaded (the cards show them)."""
     tree: dict[int | None, list[Turn]] = {}
-    turns = Turn.objects.filter(chat=chat)
-    if with_traces:
-        turns = turns.prefetch_related("audit_traces")
+    turns = Turn.objects.filter(chat=chat).prefetch_related("audit_traces")
     for turn in turns.order_by("created_at", "id"):
         tree.setdefault(turn.parent_id, []).append(turn)
     return tree
+
+
+def chat_turn_trees(*, chat_ids: list[int]) -> dict[int, dict[int | None, list[Turn]]]:
+    """Return `chat_turn_tree` for each of these chats (chats without turns left out), in one
+    query and without the tool calls: what starting a turn reads."""
+    trees: dict[int, dict[int | None, list[Turn]]] = {}
+    for turn in Turn.objects.filter(chat_id__in=chat_ids).order_by("created_at", "id"):
+        trees.setdefault(turn.chat_id, {}).setdefault(turn.parent_id, []).append(turn)
+    return trees
 
 
 def branch_leaf(tree: dict[int | None, list[Turn]], turn: Turn) -> Turn:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Count, Q
 from django.utils import timezone
 
 from citations.render_html import render_html
@@ -29,7 +30,7 @@ from .library.search import chat_search_index_update
 from .models import Chat, OutputSchema, Turn, TurnEvent
 from .options import QuestionOptions, request_fields
 from .protocol import LEAF, ErrorCode
-from .selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree
+from .selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,18 @@ class TurnStartError(ValueError):
         self.code = code
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class TurnAsk:
+    """One question to start a turn for, as the page asked it."""
+
+    chat: Chat
+    question: str
+    research_effort: str
+    parent_turn_id: int | str | None = LEAF
+    restart: bool = False
+    options: QuestionOptions | None = None  # None: the chat's saved options
+
+
 def turn_start(
     *,
     chat: Chat,
@@ -76,9 +88,24 @@ def turn_start(
     restart: bool = False,
     options: QuestionOptions | None = None,
 ) -> StartedTurn:
-    """Create a streaming turn and the request that continues its branch upstream.
+    """Start one turn (see `turn_start_many`); raise TurnStartError when it is refused."""
+    ask = TurnAsk(chat, question, research_effort, parent_turn_id, restart, options)
+    (started,) = turn_start_many([ask])
+    if isinstance(started, TurnStartError):
+        raise started
+    return started
 
-    `options` (the composer's question options) are saved on the chat; None uses the chat's.
+
+@transaction.atomic
+def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
+    """Create a streaming turn per ask, and the request that continues its branch upstream.
+
+    One transaction and a fixed number of queries for the whole list: a burst of asks (every
+    page of a team asking at once) costs a few round trips, not a few per ask. Returns, in the
+    order of `asks`, the started turn or why that ask was refused; one refusal costs the
+    others nothing.
+
+    The options an ask carries are saved on its chat; None uses the chat's.
 
     A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
     at the start of an existing conversation (an edited first question) branches from INITIAL;
@@ -87,42 +114,114 @@ def turn_start(
     Refused while the chat already streams a turn, or while the owner has
     AGENT_MAX_CONCURRENT_TURNS streaming anywhere: each refusal costs no upstream request.
     """
-    # Lock the chat and its owner, in one statement (PostgreSQL locks the chat's row, then the
-    # owner's): asks of one user are counted one at a time, in every process, so twenty at once
-    # cannot all see room for one more. Nothing locks an owner and then one of their chats.
-    chat = Chat.objects.select_for_update().select_related("owner").get(pk=chat.pk)
+    # Lock the owners, then the chats, each in id order, in every process: asks of one user are
+    # counted one at a time, so twenty at once cannot all see room for one more, and no two
+    # transactions can each hold a row the other waits for.
+    owner_ids = sorted({ask.chat.owner_id for ask in asks})
+    chat_ids = sorted({ask.chat.pk for ask in asks})
+    users = get_user_model().objects.select_for_update().filter(pk__in=owner_ids).order_by("pk")
+    list(users.values_list("pk", flat=True))
+    locked_chats = Chat.objects.select_for_update().filter(pk__in=chat_ids).order_by("pk")
+    chats = {chat.pk: chat for chat in locked_chats}
     now = timezone.now()
     # A streaming turn whose lease lapsed belongs to a dead process; the sweeper finishes it.
-    running = (
-        Turn.objects.streaming()
-        .filter(lease_expires_at__gt=now, chat__owner_id=chat.owner_id)
-        .aggregate(here=Count("pk", filter=Q(chat_id=chat.pk)), anywhere=Count("pk"))
+    running = Turn.objects.streaming().filter(
+        lease_expires_at__gt=now, chat__owner_id__in=owner_ids
     )
-    if running["here"]:
-        raise TurnStartError(
-            "This chat is still answering. Wait for it to finish or stop it first.",
-            ErrorCode.TURN_IN_PROGRESS,
-        )
-    if running["anywhere"] >= settings.AGENT_MAX_CONCURRENT_TURNS:
-        raise TurnStartError(
-            f"You already have {settings.AGENT_MAX_CONCURRENT_TURNS} answers being written."
-            " Ask again when one of them has finished.",
-            ErrorCode.TOO_MANY_TURNS,
-        )
-    tree = chat_turn_tree(chat=chat, with_traces=False)
+    here: Counter[int] = Counter()
+    anywhere: Counter[int] = Counter()
+    for chat_id, owner_id in running.values_list("chat_id", "chat__owner_id"):
+        here[chat_id] += 1
+        anywhere[owner_id] += 1
+    trees = chat_turn_trees(chat_ids=chat_ids)
+
+    outcomes: list[_NewTurn | TurnStartError] = []
+    for ask in asks:
+        chat = chats[ask.chat.pk]
+        try:
+            if here[chat.pk]:
+                raise TurnStartError(
+                    "This chat is still answering. Wait for it to finish or stop it first.",
+                    ErrorCode.TURN_IN_PROGRESS,
+                )
+            if anywhere[chat.owner_id] >= settings.AGENT_MAX_CONCURRENT_TURNS:
+                raise TurnStartError(
+                    f"You already have {settings.AGENT_MAX_CONCURRENT_TURNS} answers being"
+                    " written. Ask again when one of them has finished.",
+                    ErrorCode.TOO_MANY_TURNS,
+                )
+            new = _new_turn(ask, chat, trees.get(chat.pk, {}), now)
+        except TurnStartError as refused:
+            outcomes.append(refused)
+            continue
+        here[chat.pk] += 1
+        anywhere[chat.owner_id] += 1
+        outcomes.append(new)
+
+    created = [o for o in outcomes if isinstance(o, _NewTurn)]
+    Turn.objects.bulk_create([new.turn for new in created])
+    for new in created:
+        chat = new.turn.chat
+        chat.active_turn = new.turn
+        chat.updated_at = now
+        if not chat.title:
+            chat.title = display.chat_title(new.turn.question)
+        chat.options = new.options.to_json()
+    Chat.objects.bulk_update(
+        {new.turn.chat_id: new.turn.chat for new in created}.values(),
+        ["active_turn", "updated_at", "title", "options"],
+    )
+    return [o if isinstance(o, TurnStartError) else o.started() for o in outcomes]
+
+
+@dataclass
+class _NewTurn:
+    """A turn about to be created, with what its request is built from once it has an id."""
+
+    turn: Turn
+    options: QuestionOptions
+    schema: dict | None
+    history: tuple[ConversationTurn, ...]
+    siblings: list[int]
+
+    def started(self) -> StartedTurn:
+        turn = self.turn
+        request: AgentRequest | ProviderRequest
+        if turn.chat.provider == BIGDATA:
+            request = AgentRequest(
+                message=turn.question,
+                research_effort=turn.research_effort,
+                chat_id=turn.upstream_chat_id or None,
+                from_checkpoint_id=turn.from_checkpoint_id or None,
+                persistence_mode=settings.AGENT_PERSISTENCE_MODE,
+                **request_fields(self.options, self.schema),
+            )
+        else:
+            # Agents without server-side checkpoints are sent the branch itself, so "Continue
+            # from here", "Edit" and follow-ups mean the same as with the Research Agent.
+            request = ProviderRequest(
+                message=turn.question, history=self.history, research_effort=turn.research_effort
+            )
+        return StartedTurn(turn, request, [*self.siblings, turn.pk])
+
+
+def _new_turn(
+    ask: TurnAsk, chat: Chat, tree: dict[int | None, list[Turn]], now: datetime
+) -> _NewTurn:
+    """Place the ask's turn in its chat's tree and find what continues it upstream."""
     by_id = {t.pk: t for children in tree.values() for t in children}
-    if parent_turn_id == LEAF:
+    if ask.parent_turn_id == LEAF:
         branch = chat_branch(chat=chat, tree=tree)
         parent = branch[-1].turn if branch else None
-    elif parent_turn_id is None:
+    elif ask.parent_turn_id is None:
         parent = None
     else:
-        parent = by_id.get(parent_turn_id)
+        parent = by_id.get(ask.parent_turn_id)
         if parent is None:
             raise TurnStartError("That turn is not in this chat.")
 
     upstream_chat_id, from_checkpoint = "", ""
-    if chat.provider == BIGDATA and not restart:
+    if chat.provider == BIGDATA and not ask.restart:
         anchor = parent
         while anchor is not None and not (
             anchor.status == Turn.Status.COMPLETE and anchor.checkpoint_id
@@ -134,8 +233,7 @@ def turn_start(
         elif chat.upstream_chat_id:
             upstream_chat_id, from_checkpoint = chat.upstream_chat_id, INITIAL_CHECKPOINT
 
-    if options is None:
-        options = QuestionOptions.from_stored(chat.options)
+    options = ask.options if ask.options is not None else QuestionOptions.from_stored(chat.options)
     schema = None
     if options.schema_id is not None:
         saved = OutputSchema.objects.filter(pk=options.schema_id, owner_id=chat.owner_id).first()
@@ -143,42 +241,20 @@ def turn_start(
             raise TurnStartError("The structured output schema chosen in Options no longer exists.")
         schema = saved.schema
 
-    turn = Turn.objects.create(
+    turn = Turn(
         chat=chat,
         parent=parent,
-        question=question,
-        research_effort=research_effort,
+        question=ask.question,
+        research_effort=ask.research_effort,
         upstream_chat_id=upstream_chat_id,
         from_checkpoint_id=from_checkpoint,
-        is_restart=restart,
+        is_restart=ask.restart,
+        created_at=now,
         lease_expires_at=now + timedelta(seconds=settings.TURN_LEASE_SECONDS),
     )
-    chat.active_turn = turn
-    chat.updated_at = now
-    if not chat.title:
-        chat.title = display.chat_title(question)
-    chat.options = options.to_json()
-    chat.save(update_fields=["active_turn", "updated_at", "title", "options"])
-    request: AgentRequest | ProviderRequest
-    if chat.provider == BIGDATA:
-        request = AgentRequest(
-            message=question,
-            research_effort=research_effort,
-            chat_id=upstream_chat_id or None,
-            from_checkpoint_id=from_checkpoint or None,
-            persistence_mode=settings.AGENT_PERSISTENCE_MODE,
-            **request_fields(options, schema),
-        )
-    else:
-        # Agents without server-side checkpoints are sent the branch itself, so "Continue
-        # from here", "Edit" and follow-ups mean the same as with the Research Agent.
-        request = ProviderRequest(
-            message=question,
-            history=() if restart else branch_history(parent=parent, by_id=by_id),
-            research_effort=research_effort,
-        )
-    siblings = [t.pk for t in tree.get(turn.parent_id, [])] + [turn.pk]
-    return StartedTurn(turn, request, siblings)
+    history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
+    siblings = [t.pk for t in tree.get(turn.parent_id, [])]
+    return _NewTurn(turn, options, schema, history, siblings)
 
 
 def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:

@@ -1,0 +1,89 @@
+"""Start a page's ask: a burst of asks starts together (chats/batches.py), each then runs.
+
+Every ask needs the database: check the asker's session, start the turn (locks, limits, the
+branch), render its card. The asks waiting together go in one trip and one transaction
+(`services.turn_start_many`); then each started turn is announced to its chat's pages and its
+run begins, even if the page that asked has gone meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .batches import DatabaseBatches
+from .per_loop import PerLoop
+from .protocol import ErrorCode, TurnCardFrame
+from .runner import get_registry, publish_turn_started, turn_card_frame
+from .services import StartedTurn, TurnAsk, TurnStartError, turn_start_many
+
+logger = logging.getLogger(__name__)
+
+SHUTTING_DOWN = "The server is restarting. Ask again in a moment."
+
+
+@dataclass(frozen=True)
+class Asked:
+    ask: TurnAsk
+    session_is_alive: Callable[[], bool]  # run on the database thread
+
+
+@dataclass(frozen=True)
+class Started:
+    turn: StartedTurn
+    card: TurnCardFrame | None  # None: rendering it failed; publishing renders it again
+
+
+async def ask_start(ask: TurnAsk, session_is_alive: Callable[[], bool]) -> StartedTurn | None:
+    """Start the ask's turn: create it, announce its card to the chat's pages, run it.
+
+    Returns None when the asker's session has ended; raises TurnStartError when the ask is
+    refused (a limit, a parent not in the chat, a server shutting down).
+    """
+    batches = get_ask_batches()
+    if batches.closed:
+        raise TurnStartError(SHUTTING_DOWN, ErrorCode.SERVER_ERROR)
+    return await batches.submit(Asked(ask, session_is_alive))
+
+
+def _start_asks(batch: list[Asked]) -> list[Started | TurnStartError | Exception | None]:
+    """Check each session, start the turns of the live ones, render their cards (database
+    thread). A refused ask is its own outcome; a batch the database refuses raises."""
+    outcomes: list[Started | TurnStartError | Exception | None] = [None] * len(batch)
+    live = []
+    for index, asked in enumerate(batch):
+        try:
+            if asked.session_is_alive():
+                live.append(index)
+        except Exception as error:
+            outcomes[index] = error
+    started = turn_start_many([batch[index].ask for index in live])
+    for index, outcome in zip(live, started, strict=True):
+        outcomes[index] = outcome if isinstance(outcome, TurnStartError) else _card(outcome)
+    return outcomes
+
+
+def _card(started: StartedTurn) -> Started:
+    try:
+        return Started(started, turn_card_frame("turn.started", started.turn, started.card_item))
+    except Exception:  # the turn is stored: publishing renders the card again, or says why not
+        logger.exception("Rendering the card of turn %s failed", started.turn.pk)
+        return Started(started, None)
+
+
+async def _announce_and_run(started: Started | None) -> StartedTurn | None:
+    """Announce the started turn to its chat's pages, then start its run."""
+    if started is None:  # the session had ended: nothing was started
+        return None
+    turn = started.turn.turn
+    try:
+        await publish_turn_started(turn, started.card)
+    except Exception:  # the pages' next sync shows the turn: the answer matters more
+        logger.exception("Announcing turn %s failed", turn.pk)
+    await get_registry().start(turn, started.turn.request, siblings=started.turn.siblings)
+    return started.turn
+
+
+# This event loop's asks.
+get_ask_batches = PerLoop(lambda: DatabaseBatches(_start_asks, name="ask", then=_announce_and_run))

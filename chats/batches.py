@@ -1,0 +1,109 @@
+"""Work for the database thread that waits in one queue and goes in one trip.
+
+Starting a turn and storing a finished one each take a trip to the database thread: a few
+queries and a commit. One at a time, a burst (every page of a team asking at once, 200 answers
+ending together) queues on that one thread and pays the round trips and commit of each in
+turn: at 200 asks the last waited seconds for its first event (docs/PERFORMANCE.md). Here the
+items waiting when the thread comes free go in one trip and one transaction: the first item of
+a quiet moment goes at once, the rest of a burst follow it together.
+
+One item's failure stays its own: when the database refuses a batch, each of its items is tried
+again alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from channels.db import database_sync_to_async
+
+logger = logging.getLogger(__name__)
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+# The most items in one transaction: a bigger batch holds its rows' locks longer and makes its
+# first item wait for its last.
+MAX_BATCH = 50
+
+
+class DatabaseBatches(Generic[Item, Result]):
+    """Run `run_batch(items)` on the database thread for the items waiting together.
+
+    `run_batch` returns one outcome per item, in order: its result, or the exception that item
+    failed with. `then(result)`, on the event loop, follows each result before its caller hears
+    of it, and runs even when that caller has gone (cancelled): what the batch stored must be
+    acted on all the same.
+    """
+
+    def __init__(
+        self,
+        run_batch: Callable[[list[Item]], list[Result | Exception]],
+        *,
+        name: str,
+        then: Callable[[Result], Awaitable[Result]] | None = None,
+    ) -> None:
+        self.run_batch = run_batch
+        self.name = name
+        self.then = then
+        self._waiting: list[tuple[Item, asyncio.Future]] = []
+        self._worker: asyncio.Task | None = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def submit(self, item: Item) -> Result:
+        """Wait for the item's batch; return its result or raise its exception."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, future))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work(), name=f"{self.name}-batches")
+        return await future
+
+    async def close(self) -> None:
+        """Take no more items (see `closed`) and wait for those already submitted."""
+        self._closed = True
+        if self._worker is not None:
+            await asyncio.gather(self._worker, return_exceptions=True)
+
+    async def _work(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+            items = [item for item, _ in batch]
+            try:
+                outcomes = await database_sync_to_async(self._in_one_trip)(items)
+            except Exception as error:  # a bug: _in_one_trip gives every failure to its item
+                logger.exception("A batch of %d %s items failed", len(items), self.name)
+                outcomes = [error] * len(items)
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if not isinstance(outcome, Exception) and self.then is not None:
+                    try:
+                        outcome = await self.then(outcome)
+                    except Exception as error:
+                        logger.exception("Following up a %s item failed", self.name)
+                        outcome = error
+                if future.done():  # its caller has gone
+                    continue
+                if isinstance(outcome, Exception):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+
+    def _in_one_trip(self, items: list[Item]) -> list[Result | Exception]:
+        """Run the items together; if that fails, run each alone so that only the item the
+        database refuses fails (database thread)."""
+        try:
+            outcomes = self.run_batch(items)
+        except Exception as error:
+            if len(items) == 1:
+                return [error]
+            logger.warning("%d %s items failed together; trying each alone", len(items), self.name)
+            return [outcome for item in items for outcome in self._in_one_trip([item])]
+        if len(outcomes) != len(items):
+            raise RuntimeError(f"{self.name}: {len(outcomes)} outcomes for {len(items)} items")
+        return outcomes
