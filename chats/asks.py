@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .batches import DatabaseBatches
 from .per_loop import PerLoop
 from .protocol import ErrorCode, TurnCardFrame
-from .runner import get_registry, publish_turn_started, turn_card_frame
+from .runner import get_registry, publish_turn_cards, rendered_or_none
 from .services import StartedTurn, TurnAsk, TurnStartError, turn_start_many
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class Started:
     card: TurnCardFrame | None  # None: rendering it failed; publishing renders it again
 
 
-async def ask_start(ask: TurnAsk, session_is_alive: Callable[[], bool]) -> StartedTurn | None:
+async def ask_start(ask: TurnAsk, session_is_alive: Callable[[], bool]) -> Started | None:
     """Start the ask's turn: create it, announce its card to the chat's pages, run it.
 
     Returns None when the asker's session has ended; raises TurnStartError when the ask is
@@ -65,24 +65,20 @@ def _start_asks(batch: list[Asked]) -> list[Started | TurnStartError | Exception
 
 
 def _card(started: StartedTurn) -> Started:
-    try:
-        return Started(started, turn_card_frame("turn.started", started.turn, started.card_item))
-    except Exception:  # the turn is stored: publishing renders the card again, or says why not
-        logger.exception("Rendering the card of turn %s failed", started.turn.pk)
-        return Started(started, None)
+    turn = started.turn
+    return Started(started, rendered_or_none(turn, "turn.started", started.card_item))
 
 
-async def _announce_and_run(started: Started | None) -> StartedTurn | None:
-    """Announce the started turn to its chat's pages, then start its run."""
-    if started is None:  # the session had ended: nothing was started
-        return None
-    turn = started.turn.turn
+async def _announce_and_run(batch: list[Started | None]) -> None:
+    """Announce the batch's started turns to their chats' pages in one publish, then run them."""
+    started = [s for s in batch if s is not None]  # None: that asker's session had ended
     try:
-        await publish_turn_started(turn, started.card)
-    except Exception:  # the pages' next sync shows the turn: the answer matters more
-        logger.exception("Announcing turn %s failed", turn.pk)
-    await get_registry().start(turn, started.turn.request, siblings=started.turn.siblings)
-    return started.turn
+        await publish_turn_cards("turn.started", [(s.turn.turn, s.card) for s in started])
+    except Exception:  # the pages' next sync shows the turns: the answers matter more
+        logger.exception("Announcing %d started turns failed", len(started))
+    registry = get_registry()
+    for s in started:
+        await registry.start(s.turn.turn, s.turn.request, siblings=s.turn.siblings)
 
 
 # This event loop's asks.

@@ -34,9 +34,9 @@ class DatabaseBatches(Generic[Item, Result]):
     """Run `run_batch(items)` on the database thread for the items waiting together.
 
     `run_batch` returns one outcome per item, in order: its result, or the exception that item
-    failed with. `then(result)`, on the event loop, follows each result before its caller hears
-    of it, and runs even when that caller has gone (cancelled): what the batch stored must be
-    acted on all the same.
+    failed with. `then(results)`, on the event loop, follows up the batch's results together
+    (one publish for all of them, say) before their callers hear of them, and runs even when a
+    caller has gone (cancelled): what the batch stored must be acted on all the same.
     """
 
     def __init__(
@@ -44,7 +44,7 @@ class DatabaseBatches(Generic[Item, Result]):
         run_batch: Callable[[list[Item]], list[Result | Exception]],
         *,
         name: str,
-        then: Callable[[Result], Awaitable[Result]] | None = None,
+        then: Callable[[list[Result]], Awaitable[None]] | None = None,
     ) -> None:
         self.run_batch = run_batch
         self.name = name
@@ -80,13 +80,13 @@ class DatabaseBatches(Generic[Item, Result]):
             except Exception as error:  # a bug: _in_one_trip gives every failure to its item
                 logger.exception("A batch of %d %s items failed", len(items), self.name)
                 outcomes = [error] * len(items)
+            results = [outcome for outcome in outcomes if not isinstance(outcome, Exception)]
+            if results and self.then is not None:
+                try:
+                    await self.then(results)
+                except Exception:  # stored all the same; `then` says what it could not do
+                    logger.exception("Following up %d %s items failed", len(results), self.name)
             for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if not isinstance(outcome, Exception) and self.then is not None:
-                    try:
-                        outcome = await self.then(outcome)
-                    except Exception as error:
-                        logger.exception("Following up a %s item failed", self.name)
-                        outcome = error
                 if future.done():  # its caller has gone
                     continue
                 if isinstance(outcome, Exception):

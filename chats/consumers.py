@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import Any, Literal
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -26,7 +26,7 @@ from django.conf import settings
 
 from . import protocol
 from .asks import ask_start
-from .protocol import Ask, ErrorCode, EventView, FrameError, Stop, Sync
+from .protocol import Ask, CardKind, ErrorCode, EventView, FrameError, Stop, Sync
 from .relay import RelayFrame, get_relay
 from .runner import request_stop, turn_card_frames
 from .selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
@@ -174,7 +174,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             chat_id=self.chat.pk, known=list(frame.cursors), newer_than=frame.newest_turn_id
         )
         for turn in turns:
-            kinds: tuple[Literal["turn.started", "turn.finished"], ...] = ()
+            kinds: tuple[CardKind, ...] = ()
             if turn.pk not in frame.cursors and turn.pk not in self.announced:
                 self.announced.add(turn.pk)
                 kinds += ("turn.started",)

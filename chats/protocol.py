@@ -249,8 +249,11 @@ class EventView(TypedDict):
     chart_html: NotRequired[str]  # append to the turn's charts (charts.js draws it)
 
 
+CardKind = Literal["turn.started", "turn.finished"]  # the frames that carry a turn's card
+
+
 class TurnCardFrame(TypedDict):
-    type: Literal["turn.started", "turn.finished"]
+    type: CardKind
     turn_id: int
     parent_id: int | None
     status: str
@@ -308,7 +311,7 @@ INTERNAL_MESSAGES: dict[str, type] = {
 
 
 def turn_card(
-    kind: Literal["turn.started", "turn.finished"],
+    kind: CardKind,
     *,
     turn_id: int,
     parent_id: int | None,

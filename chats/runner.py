@@ -13,12 +13,12 @@ import dataclasses
 import logging
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
+from django.db.models import prefetch_related_objects
 from django.template.loader import render_to_string
 
 from . import display
@@ -32,18 +32,21 @@ from .library.search import get_search_index_queue
 from .models import Turn
 from .per_loop import PerLoop
 from .protocol import (
+    CardKind,
     TurnCardFrame,
     control_group,
     publish,
     publish_to_chat,
+    publish_to_chats,
     turn_card,
     turn_notice,
     turn_stop,
 )
 from .selectors import BranchTurn, branch_turn
 from .services import (
+    TurnEnd,
     turn_fail_unsaved,
-    turn_finish,
+    turn_finish_many,
     turn_interrupt_orphans,
     turn_renew_leases,
 )
@@ -245,7 +248,7 @@ class TurnRun:
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
 
-        finish = Finish(
+        end = TurnEnd(
             turn_id=self.turn_id,
             transcript=self.transcript,
             status=status,
@@ -253,10 +256,9 @@ class TurnRun:
             error_kind=error_kind,
             malformed_lines=stream.malformed_lines,
             sanitized_events=self.sanitized_events,
-            siblings=self.siblings,
         )
         try:
-            await get_finish_batches().submit(finish)  # stored, then announced
+            await get_finish_batches().submit(Finish(end, self.siblings))  # stored, announced
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)
             turn = await _fail_unfinishable(
@@ -265,7 +267,7 @@ class TurnRun:
                 or f"This answer could not be saved ({type(finish_error).__name__})."
                 " Retry to ask again.",
             )
-            await _announce_finished((turn, None))
+            await _announce_finished([(turn, None)])
 
     async def _notice_retry(self, message: str, delay: float) -> None:
         if self._deadline is not None:  # waiting out a retry is not the agent falling silent
@@ -283,7 +285,7 @@ def render_turn_card(turn: Turn, item: BranchTurn | None = None) -> str:
 
 def turn_card_frames(
     turn: Turn,
-    kinds: tuple[Literal["turn.started", "turn.finished"], ...],
+    kinds: tuple[CardKind, ...],
     item: BranchTurn | None = None,
 ) -> list[TurnCardFrame]:
     """Frames that carry the turn's card as the page would render it now, rendered once
@@ -302,13 +304,11 @@ def turn_card_frames(
     ]
 
 
-def turn_card_frame(
-    kind: Literal["turn.started", "turn.finished"], turn: Turn, item: BranchTurn | None = None
-) -> TurnCardFrame:
+def turn_card_frame(kind: CardKind, turn: Turn, item: BranchTurn | None = None) -> TurnCardFrame:
     return turn_card_frames(turn, (kind,), item)[0]
 
 
-async def turn_frame(kind: Literal["turn.started", "turn.finished"], turn: Turn) -> TurnCardFrame:
+async def turn_frame(kind: CardKind, turn: Turn) -> TurnCardFrame:
     return await database_sync_to_async(turn_card_frame)(kind, turn)
 
 
@@ -319,6 +319,16 @@ async def publish_turn_started(turn: Turn, frame: TurnCardFrame | None = None) -
 
 async def publish_turn_finished(turn: Turn, frame: TurnCardFrame | None = None) -> None:
     await publish_to_chat(turn.chat_id, frame or await turn_frame("turn.finished", turn))
+
+
+async def publish_turn_cards(
+    kind: CardKind, cards: list[tuple[Turn, TurnCardFrame | None]]
+) -> None:
+    """Announce these turns' cards to their chats' pages in one publish (one round trip to
+    Redis); a card not rendered yet is rendered now."""
+    frames = [(turn.chat_id, frame or await turn_frame(kind, turn)) for turn, frame in cards]
+    if frames:
+        await publish_to_chats(frames)
 
 
 class RunRegistry:
@@ -419,50 +429,26 @@ async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:
 
 @dataclass(frozen=True)
 class Finish:
-    """What a run stores when it ends (`turn_finish`'s arguments), and its siblings if known."""
+    """How a run ended, and its turn's siblings if the run knew them (for its final card)."""
 
-    turn_id: int
-    transcript: Transcript
-    status: str
-    error: str
-    error_kind: str
-    malformed_lines: int
-    sanitized_events: int
-    siblings: list[int] | None
-
-    def store(self) -> Turn | None:
-        return turn_finish(
-            turn_id=self.turn_id,
-            transcript=self.transcript,
-            status=self.status,
-            error=self.error,
-            error_kind=self.error_kind,
-            malformed_lines=self.malformed_lines,
-            sanitized_events=self.sanitized_events,
-            index_for_search=False,  # batched, once the pages have the answer
-        )
+    end: TurnEnd
+    siblings: list[int] | None = None
 
 
-Stored = tuple[Turn | None, TurnCardFrame | None]  # None: already finished, or no card
+# The stored turn (None: it was finished already) and its final card (None: not rendered).
+Stored = tuple[Turn | None, TurnCardFrame | None]
 
 
-def _store_finishes(finishes: list[Finish]) -> list[Stored | Exception]:
-    """Store the finished turns in one transaction, then render their cards (database thread).
+def _store_finishes(finishes: list[Finish]) -> list[Stored]:
+    """Store the ended turns in one transaction, then render their cards (database thread)."""
+    turns = turn_finish_many([finish.end for finish in finishes])
+    # The cards list each turn's tool calls: one query for the batch, not one per card.
+    prefetch_related_objects([turn for turn in turns if turn is not None], "audit_traces")
+    return [_stored(turn, finish) for turn, finish in zip(turns, finishes, strict=True)]
 
-    Each `turn_finish` is a savepoint of its own, so an answer the database refuses fails
-    alone; if the commit itself fails, the batch raises and each is stored alone.
-    """
-    stored: list[Turn | Exception | None] = []
-    with transaction.atomic():
-        for finish in finishes:
-            try:
-                stored.append(finish.store())
-            except Exception as error:
-                stored.append(error)
-    return [
-        outcome if isinstance(outcome, Exception | None) else (outcome, _card(outcome, finish))
-        for outcome, finish in zip(stored, finishes, strict=True)
-    ]
+
+def _stored(turn: Turn | None, finish: Finish) -> Stored:
+    return (turn, None) if turn is None else (turn, _card(turn, finish))
 
 
 def _card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
@@ -470,29 +456,32 @@ def _card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
     item = None
     if siblings and turn.pk in siblings:
         item = BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
-    return _finished_frame_or_none(turn, item)
+    return rendered_or_none(turn, "turn.finished", item)
 
 
-async def _announce_finished(stored: Stored | None) -> Stored | None:
-    """Send the stored turn's final card to its chat's pages; queue its chat for search."""
-    if stored is None:
-        return None
-    turn, frame = stored
-    if turn is not None:
-        await _publish_finished_safely(turn, frame)
+async def _announce_finished(batch: list[Stored]) -> None:
+    """Send the stored turns' final cards to their chats' pages in one publish; queue their
+    chats for search."""
+    stored = [(turn, frame) for turn, frame in batch if turn is not None]
+    try:
+        await publish_turn_cards("turn.finished", stored)
+    except Exception:  # stored all the same: pages that sync see them
+        logger.exception("Announcing the end of %d turns failed", len(stored))
+    for turn, _ in stored:
         get_search_index_queue().add(turn.chat_id)
-    return stored
 
 
-# This event loop's finishing turns: 200 answers ending together are stored in a few trips.
+# This event loop's ending turns: answers that end together are stored in one trip (and one
+# transaction); when the database refuses it, each is stored alone.
 get_finish_batches = PerLoop(
     lambda: DatabaseBatches(_store_finishes, name="finish", then=_announce_finished)
 )
 
 
-def _finished_frame_or_none(turn: Turn, item: BranchTurn | None = None) -> TurnCardFrame | None:
+def rendered_or_none(turn: Turn, kind: CardKind, item: BranchTurn | None) -> TurnCardFrame | None:
+    """The turn's card frame, or None if rendering it failed (database thread)."""
     try:
-        return turn_card_frame("turn.finished", turn, item)
+        return turn_card_frame(kind, turn, item)
     except Exception:  # the turn is stored: publishing renders the card again, or says why not
         logger.exception("Rendering the card of turn %s failed", turn.pk)
         return None

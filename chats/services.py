@@ -13,7 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from citations.render_html import render_html
-from citations.services import citations_store_for_turn
+from citations.resolve import CitedAnswer
+from citations.services import citations_resolve, citations_store_for_turns
 
 from . import display
 from .agent.client import AgentRequest
@@ -268,7 +269,40 @@ def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[Conv
     return tuple(reversed(history))
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class TurnEnd:
+    """How a turn's run ended: what `turn_finish` stores."""
+
+    turn_id: int
+    transcript: Transcript
+    status: str
+    error: str = ""
+    error_kind: str = ""
+    malformed_lines: int = 0
+    sanitized_events: int = 0
+
+
+# What finishing a turn changes on its row (`save(update_fields=...)`: the rest is left alone).
+FINISHED_FIELDS = [
+    "answer_text",
+    "answer_html",
+    "status",
+    "error",
+    "error_kind",
+    "checkpoint_id",
+    "consumption",
+    "plan",
+    "structured_output",
+    "charts",
+    "tool_error_count",
+    "malformed_lines",
+    "sanitized_events",
+    "finished_at",
+    "lease_expires_at",
+    "upstream_chat_id",
+]
+
+
 def turn_finish(
     *,
     turn_id: int,
@@ -286,46 +320,82 @@ def turn_finish(
     A run indexes its chat for search itself, batched with others, once the page has its answer
     (`index_for_search=False`; chats.library.search.SearchIndexQueue).
     """
-    turn = Turn.objects.select_for_update().select_related("chat").get(pk=turn_id)
-    if turn.is_finished:
-        return None
-    answer = transcript.answer
-    cited = citations_store_for_turn(
-        turn_id=turn.pk,
-        answer=answer,
-        citations=transcript.citations,
-        tool_calls=transcript.tool_calls,
-        # Only the transaction that finishes a turn stores its citations, and it is unfinished.
-        replace_stored=False,
-    )
-    turn.answer_text = answer
-    turn.answer_html = render_html(cited, doc_id=f"t{turn.pk}")
-    turn.status = status
-    turn.error = error
-    turn.error_kind = error_kind
-    turn.checkpoint_id = transcript.checkpoint_id
-    turn.consumption = transcript.consumption
-    turn.plan = transcript.plan
-    turn.structured_output = transcript.structured_output
-    turn.charts = [chart_for_turn(chart, answer) for chart in transcript.charts]
-    turn.tool_error_count = transcript.tool_errors
-    turn.malformed_lines = malformed_lines
-    turn.sanitized_events = sanitized_events
-    turn.finished_at = timezone.now()
-    turn.lease_expires_at = None
-    if transcript.upstream_chat_id:
-        turn.upstream_chat_id = transcript.upstream_chat_id
-    turn.save()
-    chat = turn.chat
-    chat.updated_at = turn.finished_at
-    update = ["updated_at"]
-    if transcript.upstream_chat_id and (turn.is_restart or not chat.upstream_chat_id):
-        chat.upstream_chat_id = transcript.upstream_chat_id
-        update.append("upstream_chat_id")
-    chat.save(update_fields=update)
-    if index_for_search:
-        chat_search_index_update(chat_id=chat.pk)  # the answer is searchable once it is stored
+    end = TurnEnd(turn_id, transcript, status, error, error_kind, malformed_lines, sanitized_events)
+    (turn,) = turn_finish_many([end])
+    if turn is not None and index_for_search:
+        chat_search_index_update(chat_id=turn.chat_id)  # searchable once it is stored
     return turn
+
+
+def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
+    """Store the answers, citations and outcomes of turns that ended together, in one
+    transaction and, but for one UPDATE per turn, the queries of one.
+
+    Returns, in the order of `ends`, each stored turn, or None for a turn already finished (by
+    a sweeper that thought its run dead) or gone.
+    """
+    # Citations and HTML first, outside the transaction: on SQLite it holds the one write lock,
+    # which the event log's writer waits for meanwhile.
+    cited = [
+        citations_resolve(
+            answer=end.transcript.answer,
+            citations=end.transcript.citations,
+            tool_calls=end.transcript.tool_calls,
+        )
+        for end in ends
+    ]
+    html = [render_html(c, doc_id=f"t{end.turn_id}") for c, end in zip(cited, ends, strict=True)]
+    with transaction.atomic():
+        return _store_ends(list(zip(ends, cited, html, strict=True)))
+
+
+def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | None]:
+    turn_ids = [end.turn_id for end, _, _ in ends]
+    # Lock the chats, then the turns, each in id order, as starting a turn locks its chat: two
+    # batches of either kind then never hold a row the other waits for.
+    chat_ids = sorted(set(Turn.objects.filter(pk__in=turn_ids).values_list("chat_id", flat=True)))
+    chats = {
+        c.pk: c for c in Chat.objects.select_for_update().filter(pk__in=chat_ids).order_by("pk")
+    }
+    locked = Turn.objects.select_for_update(of=("self",)).filter(pk__in=turn_ids).order_by("pk")
+    turns = {turn.pk: turn for turn in locked}
+    finishing = [
+        (turns[end.turn_id], end, cited, html)
+        for end, cited, html in ends
+        if end.turn_id in turns and not turns[end.turn_id].is_finished
+    ]
+    # Only the transaction that finishes a turn stores its citations, and it is unfinished.
+    citations_store_for_turns([(t.pk, cited) for t, _, cited, _ in finishing], replace_stored=False)
+    now = timezone.now()
+    changed_chats = {}
+    for turn, end, _, html in finishing:
+        transcript = end.transcript
+        turn.chat = chat = chats[turn.chat_id]
+        turn.answer_text = transcript.answer
+        turn.answer_html = html
+        turn.status = end.status
+        turn.error = end.error
+        turn.error_kind = end.error_kind
+        turn.checkpoint_id = transcript.checkpoint_id
+        turn.consumption = transcript.consumption
+        turn.plan = transcript.plan
+        turn.structured_output = transcript.structured_output
+        turn.charts = [chart_for_turn(chart, transcript.answer) for chart in transcript.charts]
+        turn.tool_error_count = transcript.tool_errors
+        turn.malformed_lines = end.malformed_lines
+        turn.sanitized_events = end.sanitized_events
+        turn.finished_at = now
+        turn.lease_expires_at = None
+        if transcript.upstream_chat_id:
+            turn.upstream_chat_id = transcript.upstream_chat_id
+        turn.save(update_fields=FINISHED_FIELDS)
+        chat.updated_at = now
+        if transcript.upstream_chat_id and (turn.is_restart or not chat.upstream_chat_id):
+            chat.upstream_chat_id = transcript.upstream_chat_id
+        changed_chats[chat.pk] = chat
+    Chat.objects.bulk_update(changed_chats.values(), ["updated_at", "upstream_chat_id"])
+    finished = {turn.pk: turn for turn, *_ in finishing}
+    return [finished.get(end.turn_id) for end, _, _ in ends]
 
 
 def turn_renew_leases(*, turn_ids: list[int]) -> None:

@@ -18,6 +18,14 @@ logger = logging.getLogger(__name__)
 _LOGGED_PROBLEMS = 20  # per warning line; the rest are counted
 
 
+def citations_resolve(
+    *, answer: str, citations: Sequence[Citation], tool_calls: Sequence[ToolCall] = ()
+) -> CitedAnswer:
+    """Judge, number and check the answer's citations: no database, so callers can do it
+    before they take any lock."""
+    return with_checks(resolve_citations(answer=answer, citations=citations, tool_calls=tool_calls))
+
+
 @transaction.atomic(savepoint=False)  # inside the caller's transaction: all or nothing
 def citations_store_for_turn(
     *,
@@ -33,13 +41,21 @@ def citations_store_for_turn(
     stores the HTML from the returned answer. `replace_stored=False` skips looking for stored
     rows when the caller knows there are none.
     """
-    cited = with_checks(
-        resolve_citations(answer=answer, citations=citations, tool_calls=tool_calls)
-    )
-    checks = {c.end: c.check.to_dict() for c in cited.claims if c.check is not None}
+    cited = citations_resolve(answer=answer, citations=citations, tool_calls=tool_calls)
+    citations_store_for_turns([(turn_id, cited)], replace_stored=replace_stored)
+    return cited
+
+
+@transaction.atomic(savepoint=False)
+def citations_store_for_turns(
+    turns: Sequence[tuple[int, CitedAnswer]], *, replace_stored: bool = True
+) -> None:
+    """Store the resolved citations of several turns (answers that ended together), by turn
+    id, in the queries of one."""
     if replace_stored:
-        Reference.objects.filter(turn_id=turn_id).delete()
-        AuditTrace.objects.filter(turn_id=turn_id).delete()
+        turn_ids = [turn_id for turn_id, _ in turns]
+        Reference.objects.filter(turn_id__in=turn_ids).delete()
+        AuditTrace.objects.filter(turn_id__in=turn_ids).delete()
 
     traces = AuditTrace.objects.bulk_create(
         AuditTrace(
@@ -51,15 +67,23 @@ def citations_store_for_turn(
             results=[_document_fields(r) for r in call.results],
             data=_json(call.data),
         )
+        for turn_id, cited in turns
         for position, call in enumerate(cited.tool_calls)
     )
-    trace_ids = {t.position: t.pk for t in traces}
-    source_ids = _source_ids(s.document for s in cited.sources)
+    trace_ids = {(t.turn_id, t.position): t.pk for t in traces}
+    source_ids = _source_ids(s.document for _, cited in turns for s in cited.sources)
     Reference.objects.bulk_create(
-        _reference_row(turn_id, ref, source_ids, trace_ids, checks) for ref in cited.references
+        _reference_row(turn_id, ref, source_ids, trace_ids, _checks(cited))
+        for turn_id, cited in turns
+        for ref in cited.references
     )
-    _log_invalid(turn_id, cited.invalid_references)
-    return cited
+    for turn_id, cited in turns:
+        _log_invalid(turn_id, cited.invalid_references)
+
+
+def _checks(cited: CitedAnswer) -> dict[int, dict[str, Any]]:
+    """The figure check of each claim, by the offset of its marker."""
+    return {c.end: c.check.to_dict() for c in cited.claims if c.check is not None}
 
 
 def _source_ids(documents: Iterable[SourceDocument]) -> dict[str, int]:
@@ -90,7 +114,7 @@ def _reference_row(
     turn_id: int,
     ref: ResolvedReference,
     source_ids: dict[str, int],
-    trace_ids: dict[int, int],
+    trace_ids: dict[tuple[int, int], int],
     checks: dict[int, dict[str, Any]],
 ) -> Reference:
     return Reference(
@@ -102,7 +126,7 @@ def _reference_row(
         audit_id=db_text(ref.audit_id, 200),
         # Only a shown reference links its Source, so "cited by" means cited.
         source_id=source_ids[ref.source_key] if ref.footnote is not None else None,
-        audit_trace_id=trace_ids[ref.tool_call_position]
+        audit_trace_id=trace_ids[turn_id, ref.tool_call_position]
         if ref.tool_call_position is not None
         else None,
         is_valid=ref.is_valid,

@@ -61,23 +61,30 @@ async def test_an_outcome_that_is_an_exception_is_raised_to_its_caller_alone():
     assert isinstance(outcomes[1], Refused)
 
 
-async def test_then_follows_each_result_even_when_its_caller_has_gone():
-    followed: list[int] = []
+async def test_then_follows_up_the_batch_even_when_a_caller_has_gone():
+    followed: list[list[int]] = []
 
-    async def then(result: int) -> int:
-        followed.append(result)
-        return result + 1
+    async def then(results: list[int]) -> None:
+        followed.append(results)
 
     batches = DatabaseBatches(doubling([]), name="test", then=then)
     leaving = asyncio.create_task(batches.submit(5))
     staying = asyncio.create_task(batches.submit(6))
     await asyncio.sleep(0)
     leaving.cancel()
-    assert await staying == 13
+    assert await staying == 12
     await batches.close()
-    assert sorted(followed) == [10, 12]
+    assert followed == [[10, 12]]  # once for the batch, the gone caller's result included
     with pytest.raises(asyncio.CancelledError):
         await leaving
+
+
+async def test_a_failing_follow_up_still_gives_each_caller_its_result():
+    async def then(results: list[int]) -> None:
+        raise RuntimeError("Redis is away")
+
+    batches = DatabaseBatches(doubling([]), name="test", then=then)
+    assert await asyncio.gather(batches.submit(1), batches.submit(2)) == [2, 4]
 
 
 async def test_close_waits_for_what_was_submitted():
