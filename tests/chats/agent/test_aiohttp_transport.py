@@ -4,6 +4,7 @@ httpx error through both, so the analyst is told the same thing whichever transp
 from __future__ import annotations
 
 import asyncio
+import gzip
 import socket
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,6 +13,7 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
+from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.client import http_transport
 from tests.servers import free_port
 
@@ -80,20 +82,64 @@ TRANSPORTS = {
 }
 
 
-async def read_body(url: str, transport: httpx.AsyncBaseTransport) -> list[bytes]:
+async def as_bytes(response: httpx.Response) -> list[bytes]:
+    return [part async for part in response.aiter_bytes()]
+
+
+async def as_text(response: httpx.Response) -> list[bytes]:
+    """What the clients read: `aiter_text`, straight from aiohttp under its transport."""
+    return [part.encode() async for part in aiter_text(response)]
+
+
+READERS = {"aiter_bytes": as_bytes, "aiter_text": as_text}
+
+
+async def read_body(url: str, transport: httpx.AsyncBaseTransport, reader=as_bytes) -> list[bytes]:
     timeout = httpx.Timeout(connect=2.0, read=0.5, write=2.0, pool=2.0)
     async with (
         httpx.AsyncClient(timeout=timeout, transport=transport) as client,
         client.stream("POST", url, json={"message": "q"}) as response,
     ):
         assert response.status_code == 200
-        return [part async for part in response.aiter_bytes()]
+        return await reader(response)
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_a_whole_answer_arrives_through_either(name, reader):
+    async with raw_server(answer_in_full) as url:
+        assert b"".join(await read_body(url, TRANSPORTS[name](), READERS[reader])) == EVENT * 2
+
+
+async def split_character(reader, writer) -> None:
+    """ "€" (3 bytes in UTF-8) cut across two writes, and a byte that is not UTF-8 at all."""
+    body = 'data: {"content": "5 €"}\n\n'.encode()
+    cut = body.index("€".encode()) + 1
+    writer.write(HEADERS + chunk(body[:cut]))
+    await writer.drain()
+    await asyncio.sleep(0.05)
+    writer.write(chunk(body[cut:]) + chunk(b"data: \xff\n\n") + b"0\r\n\r\n")
+    await writer.drain()
 
 
 @pytest.mark.parametrize("name", TRANSPORTS)
-async def test_a_whole_answer_arrives_through_either(name):
-    async with raw_server(answer_in_full) as url:
-        assert b"".join(await read_body(url, TRANSPORTS[name]())) == EVENT * 2
+async def test_text_is_decoded_across_chunks_as_httpx_decodes_it(name):
+    async with raw_server(split_character) as url:
+        text = b"".join(await read_body(url, TRANSPORTS[name](), as_text)).decode()
+    assert text == 'data: {"content": "5 €"}\n\ndata: \ufffd\n\n'
+
+
+async def gzipped(reader, writer) -> None:
+    body = gzip.compress(EVENT)
+    head = HEADERS.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n")
+    writer.write(head + chunk(body) + b"0\r\n\r\n")
+    await writer.drain()
+
+
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_a_compressed_body_is_decoded_by_httpx(name):
+    async with raw_server(gzipped) as url:
+        assert b"".join(await read_body(url, TRANSPORTS[name](), as_text)) == EVENT
 
 
 @pytest.mark.parametrize(
@@ -106,21 +152,23 @@ async def test_a_whole_answer_arrives_through_either(name):
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("name", TRANSPORTS)
-async def test_each_fault_raises_the_same_httpx_error(name, fault, error):
+async def test_each_fault_raises_the_same_httpx_error(name, reader, fault, error):
     async with raw_server(fault) as url:
         with pytest.raises(httpx.TransportError) as caught:
-            await read_body(url, TRANSPORTS[name]())
+            await read_body(url, TRANSPORTS[name](), READERS[reader])
     assert type(caught.value) is error
 
 
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("name", TRANSPORTS)
-async def test_a_reset_mid_body_is_a_dropped_connection(name):
+async def test_a_reset_mid_body_is_a_dropped_connection(name, reader):
     # httpx says ReadError, or RemoteProtocolError when the reset lands after the last byte
     # read; either is "dropped" to the client (providers.attempts.transport_failure).
     async with raw_server(reset_mid_body) as url:
         with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
-            await read_body(url, TRANSPORTS[name]())
+            await read_body(url, TRANSPORTS[name](), READERS[reader])
 
 
 @pytest.mark.parametrize("name", TRANSPORTS)

@@ -1,0 +1,37 @@
+"""JSON text of stored events and frames: orjson's speed, the standard library's reach."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chats.json_text import json_text
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"type": "ANSWER", "content": "Revenue rose 4% — in €, 東京 👍"},
+        {"nested": [{"a": [1, 2.5, None, True]}], "empty": {}},
+        "a string",
+        [],
+    ],
+)
+def test_text_is_compact_json_that_reads_back_as_the_value(value):
+    text = json_text(value)
+    assert json.loads(text) == value
+    assert text == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"id": 123456789012345678901234567890},  # past 64 bits: orjson refuses
+        {1: "an integer key"},  # not a string key: orjson refuses
+        {"text": "a lone \ud800 surrogate"},  # not UTF-8: orjson refuses
+        {"deep": json.loads("[" * 300 + "]" * 300)},  # past orjson's 254 levels
+    ],
+)
+def test_what_orjson_refuses_is_written_by_the_standard_library(value):
+    assert json_text(value) == json.dumps(value, separators=(",", ":"))
