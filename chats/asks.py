@@ -8,6 +8,7 @@ run begins, even if the page that asked has gone meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from .services import StartedTurn, TurnAsk, TurnStartError, turn_start_many
 logger = logging.getLogger(__name__)
 
 SHUTTING_DOWN = "The server is restarting. Ask again in a moment."
+ANNOUNCE_TIMEOUT = 5.0  # seconds: a Redis that does not answer must not keep the runs waiting
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,11 @@ def _start_asks(batch: list[Asked]) -> list[Started | TurnStartError | Exception
             outcomes[index] = error
     started = turn_start_many([batch[index].ask for index in live])
     for index, outcome in zip(live, started, strict=True):
-        outcomes[index] = outcome if isinstance(outcome, TurnStartError) else _card(outcome)
+        outcomes[index] = outcome if isinstance(outcome, TurnStartError) else _with_card(outcome)
     return outcomes
 
 
-def _card(started: StartedTurn) -> Started:
+def _with_card(started: StartedTurn) -> Started:
     turn = started.turn
     return Started(started, rendered_or_none(turn, "turn.started", started.card_item))
 
@@ -73,7 +75,8 @@ async def _announce_and_run(batch: list[Started | None]) -> None:
     """Announce the batch's started turns to their chats' pages in one publish, then run them."""
     started = [s for s in batch if s is not None]  # None: that asker's session had ended
     try:
-        await publish_turn_cards("turn.started", [(s.turn.turn, s.card) for s in started])
+        async with asyncio.timeout(ANNOUNCE_TIMEOUT):
+            await publish_turn_cards("turn.started", [(s.turn.turn, s.card) for s in started])
     except Exception:  # the pages' next sync shows the turns: the answers matter more
         logger.exception("Announcing %d started turns failed", len(started))
     registry = get_registry()

@@ -7,8 +7,10 @@ turn: at 200 asks the last waited seconds for its first event (docs/PERFORMANCE.
 items waiting when the thread comes free go in one trip and one transaction: the first item of
 a quiet moment goes at once, the rest of a burst follow it together.
 
-One item's failure stays its own: when the database refuses a batch, each of its items is tried
-again alone.
+One item's failure stays its own: when the database refuses a batch for what it holds, each of
+its items is tried again alone. When the database itself is failing (down, locked past its
+timeout), the batch fails whole at once: fifty more attempts, one after another on the one
+database thread, would only hold up everything else waiting for it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from channels.db import database_sync_to_async
+from django.db import InterfaceError, OperationalError
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +32,9 @@ Result = TypeVar("Result")
 # first item wait for its last.
 MAX_BATCH = 50
 
+# Errors of the database rather than of the items: trying each item alone would fail as well.
+DATABASE_FAILING = (OperationalError, InterfaceError)
+
 
 class DatabaseBatches(Generic[Item, Result]):
     """Run `run_batch(items)` on the database thread for the items waiting together.
@@ -36,7 +42,8 @@ class DatabaseBatches(Generic[Item, Result]):
     `run_batch` returns one outcome per item, in order: its result, or the exception that item
     failed with. `then(results)`, on the event loop, follows up the batch's results together
     (one publish for all of them, say) before their callers hear of them, and runs even when a
-    caller has gone (cancelled): what the batch stored must be acted on all the same.
+    caller has gone (cancelled): what the batch stored must be acted on all the same. The next
+    batch goes to the database meanwhile: a slow follow-up (Redis away) holds up no one else.
     """
 
     def __init__(
@@ -51,6 +58,7 @@ class DatabaseBatches(Generic[Item, Result]):
         self.then = then
         self._waiting: list[tuple[Item, asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
+        self._follow_ups: set[asyncio.Task] = set()
         self._closed = False
 
     @property
@@ -70,6 +78,7 @@ class DatabaseBatches(Generic[Item, Result]):
         self._closed = True
         if self._worker is not None:
             await asyncio.gather(self._worker, return_exceptions=True)
+        await asyncio.gather(*self._follow_ups, return_exceptions=True)
 
     async def _work(self) -> None:
         while self._waiting:
@@ -80,19 +89,28 @@ class DatabaseBatches(Generic[Item, Result]):
             except Exception as error:  # a bug: _in_one_trip gives every failure to its item
                 logger.exception("A batch of %d %s items failed", len(items), self.name)
                 outcomes = [error] * len(items)
-            results = [outcome for outcome in outcomes if not isinstance(outcome, Exception)]
-            if results and self.then is not None:
-                try:
-                    await self.then(results)
-                except Exception:  # stored all the same; `then` says what it could not do
-                    logger.exception("Following up %d %s items failed", len(results), self.name)
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if future.done():  # its caller has gone
-                    continue
+            follow_up = asyncio.create_task(self._follow_up(batch, outcomes))
+            self._follow_ups.add(follow_up)
+            follow_up.add_done_callback(self._follow_ups.discard)
+
+    async def _follow_up(
+        self, batch: list[tuple[Item, asyncio.Future]], outcomes: list[Result | Exception]
+    ) -> None:
+        results = [outcome for outcome in outcomes if not isinstance(outcome, Exception)]
+        if results and self.then is not None:
+            try:
+                await self.then(results)
+            except Exception:  # stored all the same; `then` says what it could not do
+                logger.exception("Following up %d %s items failed", len(results), self.name)
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            if future.done():  # its caller has gone: nobody else will say what went wrong
                 if isinstance(outcome, Exception):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
+                    logger.warning("A %s item failed after its caller left: %r", self.name, outcome)
+                continue
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
 
     def _in_one_trip(self, items: list[Item]) -> list[Result | Exception]:
         """Run the items together; if that fails, run each alone so that only the item the
@@ -100,8 +118,8 @@ class DatabaseBatches(Generic[Item, Result]):
         try:
             outcomes = self.run_batch(items)
         except Exception as error:
-            if len(items) == 1:
-                return [error]
+            if len(items) == 1 or isinstance(error, DATABASE_FAILING):
+                return [error] * len(items)
             logger.warning("%d %s items failed together; trying each alone", len(items), self.name)
             return [outcome for item in items for outcome in self._in_one_trip([item])]
         if len(outcomes) != len(items):

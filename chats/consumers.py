@@ -157,8 +157,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             raise FrameError(str(refused), refused.code) from refused
         if started is None:  # the asker's session has ended
             await self.session_end({})
-        # Otherwise the turn is announced and running: its turn.started frame, already in this
-        # page's outbox, sets the page's cursor for it.
+            return
+        # Announced and running. Its turn.started frame, already in this page's outbox, sets the
+        # page's cursor for it; so does this, should the card have failed to render.
+        self.cursors.setdefault(started.turn.turn.pk, 0)
 
     async def handle_stop(self, frame: Stop) -> None:
         owned = await database_sync_to_async(turn_in_chat)(

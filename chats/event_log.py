@@ -25,7 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connec
 from django.utils import timezone
 
 from .agent.events import AgentEvent
-from .json_text import json_text
+from .compact_json import compact_json
 from .models import TurnEvent
 from .per_loop import PerLoop
 from .protocol import event_view, publish_to_chats, turn_events
@@ -231,7 +231,7 @@ def _write_now(batch: list[PendingEvent]) -> None:
     now = timezone.now()
     table = db.ops.quote_name(TurnEvent._meta.db_table)
     columns = "(turn_id, seq, type, data, received_at)"
-    rows = [(p.turn_id, p.seq, p.event.type[:40], json_text(p.data), now) for p in batch]
+    rows = [(p.turn_id, p.seq, p.event.type[:40], compact_json(p.data), now) for p in batch]
     with transaction.atomic(), db.cursor() as cursor:
         if db.vendor == "postgresql":
             # The raw cursor's COPY: wrap_database_errors gives its errors Django's classes, so

@@ -39,7 +39,7 @@ from .agent.events import (
     event_from_data,
 )
 from .charts import chart_for_turn
-from .json_text import json_text
+from .compact_json import compact_json
 from .options import OptionsError, QuestionOptions, parse_options
 from .relay import RelayFrame, get_relay
 
@@ -72,7 +72,7 @@ async def publish_to_chat(chat_id: int, frame: ChatFrame) -> None:
 
 def encode(frame: ChatFrame) -> RelayFrame:
     """The frame as the page receives it, once for every page; seqs kept beside it for order."""
-    text = json_text(frame)
+    text = compact_json(frame)
     events = frame.get("events")
     first, last = (events[0]["seq"], events[-1]["seq"]) if events else (0, 0)
     return RelayFrame(frame["type"], frame["turn_id"], text, first, last)

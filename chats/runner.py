@@ -57,6 +57,11 @@ logger = logging.getLogger(__name__)
 # Errors before the first event mean the request was refused: the turn failed. Errors after it
 # mean the answer was cut off: the turn was interrupted and keeps what arrived.
 INTERRUPTING_KINDS = frozenset({"stalled", "dropped"})
+SERVER_RESTARTED = {
+    "status": Turn.Status.INTERRUPTED,
+    "error": "The server restarted while this answer was being written.",
+    "error_kind": Turn.ErrorKind.SERVER,
+}
 
 
 LISTENER_CLOSE = "turn.listener.close"
@@ -87,6 +92,7 @@ class TurnRun:
         self.transcript = Transcript()
         self.stop_requested = False
         self.write_failure: str | None = None  # set by the event log when it cannot store ours
+        self.began = False  # run() was entered: from then on it records how it ended
         self.finishing = False
         self.sanitized_events = 0
         self.answer_chars = 0
@@ -102,6 +108,7 @@ class TurnRun:
         return open_stream(self.agent, self.request, on_retry=self._notice_retry)
 
     async def run(self) -> None:
+        self.began = True
         stream = self.agent_stream()
         log = get_event_log()
         log.watch(self.turn_id, self._events_unsaveable)
@@ -131,12 +138,7 @@ class TurnRun:
         except asyncio.CancelledError:
             if self.write_failure is None and not self.stop_requested:
                 # The server is shutting down: record what we have, then let the task end.
-                await self._finish(
-                    stream,
-                    status=Turn.Status.INTERRUPTED,
-                    error="The server restarted while this answer was being written.",
-                    error_kind=Turn.ErrorKind.SERVER,
-                )
+                await self._finish(stream.malformed_lines, **SERVER_RESTARTED)
                 raise
             # The event log's failure is filled in by _finish; otherwise the user stopped it.
             outcome = {"status": Turn.Status.STOPPED, "error": "", "error_kind": ""}
@@ -147,7 +149,7 @@ class TurnRun:
                 "error": "Something went wrong on our side while reading the answer.",
                 "error_kind": Turn.ErrorKind.SERVER,
             }
-        await self._finish(stream, **outcome)
+        await self._finish(stream.malformed_lines, **outcome)
 
     async def _read(self, stream: ProviderStream, log: EventLog) -> None:
         """Read the stream into the transcript and the log, within the site's limits.
@@ -236,8 +238,13 @@ class TurnRun:
             "error_kind": Turn.ErrorKind.INCOMPLETE,
         }
 
+    async def end_unbegun(self) -> None:
+        """Record a run cancelled before it began (asked for as the server stopped) the way
+        a run the server stops records itself: interrupted."""
+        await self._finish(0, **SERVER_RESTARTED)
+
     async def _finish(
-        self, stream: ProviderStream, *, status: str, error: str, error_kind: str
+        self, malformed_lines: int, *, status: str, error: str, error_kind: str
     ) -> None:
         """Store the outcome and announce it; a turn that cannot be stored is still finished."""
         self.finishing = True
@@ -254,7 +261,7 @@ class TurnRun:
             status=status,
             error=error,
             error_kind=error_kind,
-            malformed_lines=stream.malformed_lines,
+            malformed_lines=malformed_lines,
             sanitized_events=self.sanitized_events,
         )
         try:
@@ -312,23 +319,27 @@ async def turn_frame(kind: CardKind, turn: Turn) -> TurnCardFrame:
     return await database_sync_to_async(turn_card_frame)(kind, turn)
 
 
-async def publish_turn_started(turn: Turn, frame: TurnCardFrame | None = None) -> None:
-    """Announce the turn; `frame` when the caller rendered it already."""
-    await publish_to_chat(turn.chat_id, frame or await turn_frame("turn.started", turn))
-
-
-async def publish_turn_finished(turn: Turn, frame: TurnCardFrame | None = None) -> None:
-    await publish_to_chat(turn.chat_id, frame or await turn_frame("turn.finished", turn))
-
-
 async def publish_turn_cards(
     kind: CardKind, cards: list[tuple[Turn, TurnCardFrame | None]]
 ) -> None:
     """Announce these turns' cards to their chats' pages in one publish (one round trip to
-    Redis); a card not rendered yet is rendered now."""
-    frames = [(turn.chat_id, frame or await turn_frame(kind, turn)) for turn, frame in cards]
+    Redis). A card not rendered yet is rendered now; one that cannot be is left out, and its
+    pages show the turn when they next sync."""
+    frames = []
+    for turn, frame in cards:
+        if frame is None:
+            try:
+                frame = await turn_frame(kind, turn)
+            except Exception:
+                logger.exception("Rendering the card of turn %s failed", turn.pk)
+                continue
+        frames.append((turn.chat_id, frame))
     if frames:
         await publish_to_chats(frames)
+
+
+async def publish_turn_started(turn: Turn) -> None:
+    await publish_turn_cards("turn.started", [(turn, None)])
 
 
 class RunRegistry:
@@ -405,10 +416,17 @@ class RunRegistry:
 
     async def shutdown(self) -> None:
         """Cancel this process's runs; each records itself interrupted before it ends."""
-        tasks = [run.task for run in self.runs.values() if run.task]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        runs = list(self.runs.values())
+        for run in runs:
+            if run.task is not None and not run.finishing:  # a finishing one is storing itself
+                run.task.cancel()
+        await asyncio.gather(*(run.task for run in runs if run.task), return_exceptions=True)
+        # A run cancelled before it began (asked for a moment before) recorded nothing: its
+        # turn must not stay "streaming" until another process sweeps it.
+        for run in runs:
+            if not run.began:
+                await run.end_unbegun()
+                self.runs.pop(run.turn_id, None)
         if self._heartbeat:
             self._heartbeat.cancel()
 
@@ -442,16 +460,18 @@ Stored = tuple[Turn | None, TurnCardFrame | None]
 def _store_finishes(finishes: list[Finish]) -> list[Stored]:
     """Store the ended turns in one transaction, then render their cards (database thread)."""
     turns = turn_finish_many([finish.end for finish in finishes])
-    # The cards list each turn's tool calls: one query for the batch, not one per card.
-    prefetch_related_objects([turn for turn in turns if turn is not None], "audit_traces")
+    try:  # the cards list each turn's tool calls: one query for the batch, not one per card
+        prefetch_related_objects([turn for turn in turns if turn is not None], "audit_traces")
+    except Exception:  # stored all the same: each card queries its own
+        logger.exception("Loading the tool calls of %d finished turns failed", len(turns))
     return [_stored(turn, finish) for turn, finish in zip(turns, finishes, strict=True)]
 
 
 def _stored(turn: Turn | None, finish: Finish) -> Stored:
-    return (turn, None) if turn is None else (turn, _card(turn, finish))
+    return (turn, None) if turn is None else (turn, _final_card(turn, finish))
 
 
-def _card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
+def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
     siblings = finish.siblings
     item = None
     if siblings and turn.pk in siblings:
@@ -487,9 +507,9 @@ def rendered_or_none(turn: Turn, kind: CardKind, item: BranchTurn | None) -> Tur
         return None
 
 
-async def _publish_finished_safely(turn: Turn, frame: TurnCardFrame | None = None) -> None:
+async def _publish_finished_safely(turn: Turn) -> None:
     try:
-        await publish_turn_finished(turn, frame)
+        await publish_turn_cards("turn.finished", [(turn, None)])
     except Exception:  # stored all the same: pages that sync see it
         logger.exception("Announcing the end of turn %s failed", turn.pk)
 

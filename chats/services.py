@@ -120,9 +120,13 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     # transactions can each hold a row the other waits for.
     owner_ids = sorted({ask.chat.owner_id for ask in asks})
     chat_ids = sorted({ask.chat.pk for ask in asks})
-    users = get_user_model().objects.select_for_update().filter(pk__in=owner_ids).order_by("pk")
-    list(users.values_list("pk", flat=True))
-    locked_chats = Chat.objects.select_for_update().filter(pk__in=chat_ids).order_by("pk")
+    # FOR NO KEY UPDATE: nothing here changes a key, so foreign-key checks elsewhere (a turn's
+    # events being logged, a chat's search document) need not wait for these locks.
+    users = get_user_model().objects.select_for_update(no_key=True).filter(pk__in=owner_ids)
+    list(users.order_by("pk").values_list("pk", flat=True))
+    locked_chats = (
+        Chat.objects.select_for_update(no_key=True).filter(pk__in=chat_ids).order_by("pk")
+    )
     chats = {chat.pk: chat for chat in locked_chats}
     now = timezone.now()
     # A streaming turn whose lease lapsed belongs to a dead process; the sweeper finishes it.
@@ -138,8 +142,10 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
 
     outcomes: list[_NewTurn | TurnStartError] = []
     for ask in asks:
-        chat = chats[ask.chat.pk]
+        chat = chats.get(ask.chat.pk)
         try:
+            if chat is None:  # deleted since the page opened it
+                raise TurnStartError("This chat is not available.", ErrorCode.NOT_FOUND)
             if here[chat.pk]:
                 raise TurnStartError(
                     "This chat is still answering. Wait for it to finish or stop it first.",
@@ -354,16 +360,15 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
     # Lock the chats, then the turns, each in id order, as starting a turn locks its chat: two
     # batches of either kind then never hold a row the other waits for.
     chat_ids = sorted(set(Turn.objects.filter(pk__in=turn_ids).values_list("chat_id", flat=True)))
-    chats = {
-        c.pk: c for c in Chat.objects.select_for_update().filter(pk__in=chat_ids).order_by("pk")
-    }
-    locked = Turn.objects.select_for_update(of=("self",)).filter(pk__in=turn_ids).order_by("pk")
+    locked_chats = Chat.objects.select_for_update(no_key=True).filter(pk__in=chat_ids)
+    chats = {chat.pk: chat for chat in locked_chats.order_by("pk")}
+    locked = Turn.objects.select_for_update(no_key=True).filter(pk__in=turn_ids).order_by("pk")
     turns = {turn.pk: turn for turn in locked}
-    finishing = [
-        (turns[end.turn_id], end, cited, html)
-        for end, cited, html in ends
-        if end.turn_id in turns and not turns[end.turn_id].is_finished
-    ]
+    finishing = []
+    for end, cited, html in ends:
+        turn = turns.pop(end.turn_id, None)  # popped: a turn ended twice is stored once
+        if turn is not None and not turn.is_finished:
+            finishing.append((turn, end, cited, html))
     # Only the transaction that finishes a turn stores its citations, and it is unfinished.
     citations_store_for_turns([(t.pk, cited) for t, _, cited, _ in finishing], replace_stored=False)
     now = timezone.now()

@@ -73,8 +73,9 @@ def citations_store_for_turns(
     trace_ids = {(t.turn_id, t.position): t.pk for t in traces}
     source_ids = _source_ids(s.document for _, cited in turns for s in cited.sources)
     Reference.objects.bulk_create(
-        _reference_row(turn_id, ref, source_ids, trace_ids, _checks(cited))
+        _reference_row(turn_id, ref, source_ids, trace_ids, checks)
         for turn_id, cited in turns
+        for checks in [_checks(cited)]
         for ref in cited.references
     )
     for turn_id, cited in turns:
@@ -90,7 +91,8 @@ def _source_ids(documents: Iterable[SourceDocument]) -> dict[str, int]:
     """Return Source pks by key, creating the missing rows (a concurrent insert is harmless)."""
     by_key = {d.key: d for d in documents}
     ids = dict(Source.objects.filter(key__in=by_key).values_list("key", "pk"))
-    missing = [d for key, d in by_key.items() if key not in ids]
+    # In key order: two processes inserting the same new sources then never wait on each other.
+    missing = [by_key[key] for key in sorted(by_key) if key not in ids]
     if missing:
         Source.objects.bulk_create((_source_row(d) for d in missing), ignore_conflicts=True)
         ids.update(Source.objects.filter(key__in=[d.key for d in missing]).values_list("key", "pk"))

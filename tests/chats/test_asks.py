@@ -181,3 +181,55 @@ async def test_a_closed_queue_refuses_asks_while_the_server_shuts_down(analysts)
         await ask_start(asks_for([chat])[0], lambda: True)
     assert refused.value.code == ErrorCode.SERVER_ERROR
     assert not await Turn.objects.aexists()
+
+
+def test_an_ask_for_a_chat_deleted_meanwhile_is_refused_alone(analysts):
+    chats = [Chat.objects.create(owner=user) for user in analysts[:3]]
+    asks = asks_for(chats)
+    Chat.objects.filter(pk=chats[1].pk).delete()
+    outcomes = turn_start_many(asks)
+    assert outcome_codes(outcomes) == ["started", ErrorCode.NOT_FOUND, "started"]
+
+
+async def test_a_run_started_as_the_server_stops_ends_interrupted_not_streaming(analysts, upstream):
+    """Its task is cancelled before it takes a step: the turn must not stay "streaming"."""
+    from chats.runner import get_registry
+    from demo_agent.scripted import answer_stream
+
+    chat = await Chat.objects.acreate(owner=analysts[0])
+    upstream.queue(Reply.events(*answer_stream("Never read.")))
+    started = await database_sync_to_async(turn_start)(
+        chat=chat, question="Q", research_effort="lite"
+    )
+    registry = get_registry()
+    await registry.start(started.turn, started.request)
+    await registry.shutdown()
+    turn = await Turn.objects.aget(pk=started.turn.pk)
+    assert (turn.status, turn.error_kind) == (Turn.Status.INTERRUPTED, Turn.ErrorKind.SERVER)
+    assert turn.lease_expires_at is None
+    assert not registry.runs
+
+
+async def test_cards_that_render_are_announced_when_another_in_the_batch_cannot_be(analysts):
+    from chats.relay import get_relay
+    from chats.runner import publish_turn_cards
+
+    chat = await Chat.objects.acreate(owner=analysts[0])
+    started = await database_sync_to_async(turn_start)(
+        chat=chat, question="Q", research_effort="lite"
+    )
+    unsaved = Turn(chat=chat, question="never stored")  # its card cannot be rendered
+
+    class Page:
+        frames: list = []
+
+        def deliver(self, frame) -> None:
+            self.frames.append(frame)
+
+        def missed(self) -> None:
+            pass
+
+    page = Page()
+    await get_relay().join(chat.pk, page)
+    await publish_turn_cards("turn.started", [(unsaved, None), (started.turn, None)])
+    assert [(f.kind, f.turn_id) for f in page.frames] == [("turn.started", started.turn.pk)]

@@ -52,6 +52,21 @@ async def test_a_refused_batch_is_tried_item_by_item_and_only_the_refused_item_f
     assert calls == [[0, 1, 2, 3, 4], [0], [1], [2], [3], [4]]
 
 
+async def test_a_failing_database_fails_the_batch_at_once_without_trying_each_alone():
+    from django.db import OperationalError
+
+    calls: list[list[int]] = []
+
+    def locked(items: list[int]) -> list[int]:
+        calls.append(list(items))
+        raise OperationalError("database is locked")
+
+    batches = DatabaseBatches(locked, name="test")
+    outcomes = await asyncio.gather(*(batches.submit(i) for i in range(3)), return_exceptions=True)
+    assert all(isinstance(o, OperationalError) for o in outcomes)
+    assert calls == [[0, 1, 2]]
+
+
 async def test_an_outcome_that_is_an_exception_is_raised_to_its_caller_alone():
     batches = DatabaseBatches(
         lambda items: [Refused("no") if i == 1 else i for i in items], name="test"

@@ -16,7 +16,7 @@ import orjson
 _standard = json.JSONEncoder(separators=(",", ":"))
 
 
-def json_text(value: Any) -> str:
+def compact_json(value: Any) -> str:
     """Compact JSON text of `value` (non-ASCII as UTF-8, not escaped)."""
     try:
         return orjson.dumps(value).decode()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from chats.json_text import json_text
+from chats.compact_json import compact_json
 
 
 @pytest.mark.parametrize(
@@ -19,7 +19,7 @@ from chats.json_text import json_text
     ],
 )
 def test_text_is_compact_json_that_reads_back_as_the_value(value):
-    text = json_text(value)
+    text = compact_json(value)
     assert json.loads(text) == value
     assert text == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -34,4 +34,4 @@ def test_text_is_compact_json_that_reads_back_as_the_value(value):
     ],
 )
 def test_what_orjson_refuses_is_written_by_the_standard_library(value):
-    assert json_text(value) == json.dumps(value, separators=(",", ":"))
+    assert compact_json(value) == json.dumps(value, separators=(",", ":"))
