@@ -14,8 +14,9 @@ the median of 5 parts of one run: see `database_stages`).
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
    paces 20 streams at 50 events/s, so each read returns one event, as in production; the site's
    client reads them (`httpx.AsyncClient(transport=http_transport())`, `httpx_sse.aconnect_sse`,
-   `response.aiter_text()`). Wall time would be mostly waiting, so this stage is this process's
-   CPU time (time.process_time) from the moment every stream has its first chunk to the end,
+   `aiohttp_transport.aiter_text(response)`). Wall time would be mostly waiting, so this stage
+   is this process's CPU time (time.process_time) from the moment every stream has its first
+   chunk to the end,
    over the events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
    Opening the request (client, connect, POST, headers) is a per-turn cost, reported per turn
    and amortised over 150 events. One unpaced 5,000-event stream is also read, for comparison:
@@ -39,8 +40,9 @@ the median of 5 parts of one run: see `database_stages`).
 7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
-   `services.turn_start(...)` + `runner.turn_card_frame("turn.started", ...)`;
-   `services.turn_finish(..., index_for_search=False)` + `turn_card_frame("turn.finished", ...)`;
+   as the site batches them (chats/batches.py), in 5 batches of 40:
+   `services.turn_start_many(...)` + `runner.turn_card_frame("turn.started", ...)` per turn;
+   `runner._store_finishes(...)` (turn_finish_many, then the final cards);
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
    chat per turn (the bench's first questions).
 
@@ -185,6 +187,7 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
     import httpx
     from httpx_sse import aconnect_sse
 
+    from chats.agent.aiohttp_transport import aiter_text
     from chats.agent.client import AgentRequest, http_transport, stream_timeout
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
@@ -195,7 +198,7 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
             client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
         ) as source,
     ):
-        async for chunk in source.response.aiter_text():
+        async for chunk in aiter_text(source.response):
             first = not counts[index]
             counts[index] += chunk.count("\n\n")  # events end with a blank line
             READS[0] += 1
@@ -258,7 +261,7 @@ async def parse_round() -> float:
     from chats.agent.providers.attempts import with_retries
     from chats.agent.sse import StreamReader, aiter_events
 
-    async def body():  # the chunks response.aiter_text() yields: one event each when paced
+    async def body():  # the chunks aiter_text(response) yields: one event each when paced
         for chunk in CHUNKS:
             yield chunk
 
@@ -459,8 +462,8 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     from chats.event_log import _write_now
     from chats.library.search import _index_chats
     from chats.models import Chat, ChatSearchDocument
-    from chats.runner import turn_card_frame
-    from chats.services import turn_finish, turn_start
+    from chats.runner import Finish, _store_finishes, turn_card_frame
+    from chats.services import TurnAsk, TurnEnd, turn_start_many
 
     user_model = get_user_model()
     user_model.objects.bulk_create(
@@ -480,23 +483,22 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
         return result
 
     def start(group: list[Any]) -> list[Any]:
+        """As a burst of asks starts (chats/asks.py): one batch, then each card."""
+        asks = [TurnAsk(chat=chat, question=QUESTION, research_effort="standard") for chat in group]
         turns = []
-        for chat in group:
-            started = turn_start(chat=chat, question=QUESTION, research_effort="standard")
+        for started in turn_start_many(asks):
             turn_card_frame("turn.started", started.turn, item=started.card_item)
-            turns.append(started.turn)
+            turns.append(started)
         return turns
 
     def finish(turns: list[Any]) -> None:
-        for turn in turns:
-            done = turn_finish(
-                turn_id=turn.pk,
-                transcript=Transcript.from_events(events),  # what the run applied
-                status="complete",
-                index_for_search=False,
-            )
-            assert done is not None
-            turn_card_frame("turn.finished", done)
+        """As runs that end together are stored (runner.get_finish_batches): one batch."""
+        ends = [
+            Finish(TurnEnd(s.turn.pk, Transcript.from_events(events), "complete"), s.siblings)
+            for s in turns  # the transcript the run applied
+        ]
+        for turn, card in _store_finishes(ends):
+            assert turn is not None and card is not None
 
     def stream(ticks: list[list[Any]]) -> None:
         for batch in ticks:
@@ -504,9 +506,9 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
 
     # Warm-up: templates, queries and statements seen once.
     (warm,) = start(chats[:1])
-    stream(pending_ticks([(warm.chat_id, warm.pk)], turns=1)[:5])
+    stream(pending_ticks([(warm.turn.chat_id, warm.turn.pk)], turns=1)[:5])
     finish([warm])
-    _index_chats([warm.chat_id], apps=django.apps.apps)
+    _index_chats([warm.turn.chat_id], apps=django.apps.apps)
     chats = chats[1:]
 
     size = math.ceil(TURNS / rounds)
@@ -514,7 +516,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     turns = []
     for group in groups:
         turns += timed("turn start", len(group), lambda g=group: start(g))
-    ticks = pending_ticks([(t.chat_id, t.pk) for t in turns])
+    ticks = pending_ticks([(s.turn.chat_id, s.turn.pk) for s in turns])
     per = math.ceil(len(ticks) / rounds)
     for part in range(0, len(ticks), per):
         done = ticks[part : part + per]
@@ -584,16 +586,16 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "httpx over aiohttp + httpx_sse: socket, HTTP body, UTF-8 text (paced, 1 event/read)",
+    "read": "httpx + aiohttp, aiter_text from aiohttp: socket, body, UTF-8 (paced, 1 event/read)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
     "write": "_write_now: COPY (PostgreSQL) or executemany (SQLite) + commit per 300-event tick",
-    "view+encode": "_publish: group by turn, event_view, turn_events, encode (json.dumps)",
+    "view+encode": "_publish: group by turn, event_view, turn_events, encode (compact_json)",
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",
-    "turn start": "turn_start + turn_card_frame('turn.started') (/150)",
-    "turn finish": "turn_finish + turn_card_frame('turn.finished') (/150)",
+    "turn start": "turn_start_many, batches of 40 + turn_card_frame('turn.started') (/150)",
+    "turn finish": "runner._store_finishes, batches of 40, with the final cards (/150)",
     "search index": "_index_chats for 200 chats at once (/150)",
 }
 

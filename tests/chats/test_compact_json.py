@@ -1,4 +1,4 @@
-"""JSON text of stored events and frames: orjson's speed, the standard library's reach."""
+"""JSON text of frames: orjson's speed, the standard library's reach."""
 
 from __future__ import annotations
 
@@ -35,3 +35,7 @@ def test_text_is_compact_json_that_reads_back_as_the_value(value):
 )
 def test_what_orjson_refuses_is_written_by_the_standard_library(value):
     assert compact_json(value) == json.dumps(value, separators=(",", ":"))
+
+
+def test_a_non_finite_number_is_written_as_null_which_browsers_parse():
+    assert compact_json({"score": float("nan"), "max": float("inf")}) == '{"score":null,"max":null}'
