@@ -13,7 +13,6 @@ it, so `providers.attempts.transport_failure` words it the same whichever transp
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import ssl
 import urllib.request
@@ -63,32 +62,6 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._response.release()
 
 
-AIOHTTP_RESPONSE = "researchsite.aiohttp_response"  # the httpx response's extension
-
-
-async def aiter_text(response: httpx.Response) -> AsyncIterator[str]:
-    """The body as text, in the pieces it arrives in: `response.aiter_text()`, made cheaper.
-
-    Through this transport the text comes straight from aiohttp: httpx's layers above it (raw,
-    bytes and text iterators, their chunkers and decoders) cost about as much per paced event as
-    aiohttp's own read (docs/PERFORMANCE.md, "Wave 3, third session"). A body with a
-    Content-Encoding, or from another transport, goes through httpx as before.
-    """
-    raw: aiohttp.ClientResponse | None = response.extensions.get(AIOHTTP_RESPONSE)
-    encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
-    if raw is None or encoded:
-        async for text in response.aiter_text():
-            yield text
-        return
-    decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
-    with _as_httpx_errors(response.request):
-        async for chunk in raw.content.iter_any():
-            if text := decoder.decode(chunk):
-                yield text
-    if text := decoder.decode(b"", final=True):
-        yield text
-
-
 def _environment_proxy(url: httpx.URL) -> str | None:
     """HTTP(S)_PROXY unless NO_PROXY covers the host, as httpx reads them."""
     if urllib.request.proxy_bypass(url.host):
@@ -134,7 +107,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                     sock_read=timeout.get("read"),
                 ),
             )
-        extensions = {"http_version": b"HTTP/1.1", AIOHTTP_RESPONSE: response}
+        extensions = {"http_version": b"HTTP/1.1"}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()
         return httpx.Response(

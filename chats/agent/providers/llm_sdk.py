@@ -21,7 +21,6 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
-from ..aiohttp_transport import aiter_text
 from ..client import AgentError, http_transport, redact, stream_timeout
 from ..events import (
     AgentEvent,
@@ -291,7 +290,7 @@ class LlmSdkClient:
                     if response.status_code >= 400:
                         await response.aread()
                         raise self._http_error(response)
-                    async for event in aiter_events(aiter_text(response), reader):
+                    async for event in aiter_events(response.aiter_text(), reader):
                         started = True
                         yield event
             except TRANSPORT_ERRORS as error:

@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.client import http_transport
 from tests.servers import free_port
 
@@ -87,8 +86,8 @@ async def as_bytes(response: httpx.Response) -> list[bytes]:
 
 
 async def as_text(response: httpx.Response) -> list[bytes]:
-    """What the clients read: `aiter_text`, straight from aiohttp under its transport."""
-    return [part.encode() async for part in aiter_text(response)]
+    """What the clients read: httpx's text, decoded from what the transport gives it."""
+    return [part.encode() async for part in response.aiter_text()]
 
 
 READERS = {"aiter_bytes": as_bytes, "aiter_text": as_text}
