@@ -101,8 +101,9 @@ def turn_start(
 def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     """Create a streaming turn per ask, and the request that continues its branch upstream.
 
-    One transaction and a fixed number of queries for the whole list: a burst of asks (every
-    page of a team asking at once) costs a few round trips, not a few per ask. Returns, in the
+    One transaction and a fixed number of queries for the whole list (and one more for each ask
+    that names a saved output schema): a burst of asks (every page of a team asking at once)
+    costs a few round trips, not a few per ask. Returns, in the
     order of `asks`, the started turn or why that ask was refused; one refusal costs the
     others nothing.
 
