@@ -43,6 +43,15 @@ def test_the_list_shows_only_my_chats_newest_first(logged_in, user, other_user):
     assert "New chat" in html
 
 
+def test_pages_name_their_icon_so_browsers_do_not_ask_for_a_missing_one(logged_in):
+    from django.contrib.staticfiles import finders
+    from django.templatetags.static import static
+
+    page = logged_in.get(reverse("chat_list")).content.decode()
+    assert f'<link rel="icon" href="{static("chats/favicon.svg")}"' in page
+    assert finders.find("chats/favicon.svg") is not None
+
+
 def test_new_chat_is_a_post_and_opens_the_chat(logged_in, user):
     assert logged_in.get(reverse("chat_new")).status_code == HTTPStatus.METHOD_NOT_ALLOWED
     response = logged_in.post(reverse("chat_new"))
