@@ -103,9 +103,8 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
 
     One transaction and a fixed number of queries for the whole list (and one more for each ask
     that names a saved output schema): a burst of asks (every page of a team asking at once)
-    costs a few round trips, not a few per ask. Returns, in the
-    order of `asks`, the started turn or why that ask was refused; one refusal costs the
-    others nothing.
+    costs a few round trips, not a few per ask. Returns, in the order of `asks`, the started
+    turn or why that ask was refused; one refusal costs the others nothing.
 
     The options an ask carries are saved on its chat; None uses the chat's.
 
