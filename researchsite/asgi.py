@@ -10,10 +10,13 @@ import sys
 
 from django.core.asgi import get_asgi_application
 
+from researchsite.heap import freeze_heap_after_startup, tune_collector
+
 # The database thread waits on PostgreSQL with the GIL released, then queues for it behind the
 # event loop, for up to the switch interval (5 ms by default) per query: 20 queries to start a
 # turn became 100 ms while streams were busy (issue 13, docs/PERFORMANCE.md).
 sys.setswitchinterval(float(os.environ.get("GIL_SWITCH_INTERVAL", "0.0005")))
+tune_collector()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
 django_asgi_app = get_asgi_application()  # before importing anything that touches models
@@ -71,6 +74,6 @@ application = ProtocolTypeRouter(
         "http": _http_app(),
         # Only the site's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS may connect.
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-        "lifespan": lifespan_app,
+        "lifespan": freeze_heap_after_startup(lifespan_app),
     }
 )

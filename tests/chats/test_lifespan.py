@@ -158,3 +158,48 @@ def test_an_answer_finished_just_before_shut_down_is_indexed_for_search(
 
     assert Turn.objects.get(chat=chat).status == Turn.Status.COMPLETE
     assert "zebrafish" in ChatSearchDocument.objects.get(chat=chat).body
+
+
+FREEZE_SCRIPT = """
+import asyncio, gc
+from researchsite.heap import YOUNG_GENERATION_THRESHOLD, freeze_heap_after_startup, tune_collector
+
+tune_collector()
+assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD
+
+async def started(scope, receive, send):
+    await send({"type": "lifespan.startup.complete"})
+
+async def frozen_after_each_start():
+    counts = []
+    async def send(message):
+        counts.append(gc.get_freeze_count())
+    app = freeze_heap_after_startup(started)
+    before = gc.get_freeze_count()
+    await app({"type": "lifespan"}, None, send)
+    kept = [[] for _ in range(5000)]  # a second freeze would take these in
+    await app({"type": "lifespan"}, None, send)
+    return before, counts
+
+print(*asyncio.run(frozen_after_each_start()))
+"""
+
+
+def test_the_start_up_heap_is_frozen_once():
+    """A served process moves start-up's objects out of full collections' way, once: a test
+    session (many servers in one process) must not freeze its tests' objects again and again."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", FREEZE_SCRIPT], capture_output=True, text=True, check=True
+    )
+    before, counts = done.stdout.split(" ", 1)
+    first, second = json.loads(counts)
+    assert int(before) == 0 and first > 1000 and second <= first
+
+
+def test_the_site_freezes_its_heap_after_start_up():
+    from researchsite.asgi import application
+
+    assert application.application_mapping["lifespan"].__wrapped__ is lifespan_app

@@ -4,6 +4,9 @@ stand-in replaying the provider's capture, the run, the event log, storage and t
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from channels.db import database_sync_to_async
@@ -121,6 +124,25 @@ def test_only_configured_agents_are_offered_and_the_default_falls_back(settings,
     assert default_agent() == "gemini"
     assert chat_create(owner=user).provider == "gemini"
     assert chat_create(owner=user, provider="llm-sdk").provider == "llm-sdk"
+
+
+def test_listing_the_agents_imports_no_sdk():
+    """The SDKs load when a chat first asks their agent, not when a page lists the agents: each
+    import of openai or anthropic puts ~150,000 objects on the heap that every full garbage
+    collection walks again, mid-stream (docs/PERFORMANCE.md)."""
+    script = (
+        "import sys, django; django.setup()\n"
+        "from chats.agent.providers import agent_choices\n"
+        "assert len(agent_choices()) == 6, agent_choices()\n"
+        "print(sorted({'openai', 'anthropic', 'google.genai'} & set(sys.modules)))\n"
+    )
+    keys = ("GEMINI_API_KEY", "OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "researchsite.settings"}
+    env.update({name: KEY for name in keys}, LLMSDK_AGENT_URL="http://127.0.0.1:9/agent")
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_new_chat_form_offers_the_agents_and_keeps_the_choice(client, user, settings):

@@ -91,33 +91,66 @@ def stream_formats() -> dict[str, StreamFormat]:
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    """One agent the "Agent" select offers: its label, its client and where its settings are."""
+    """One agent the "Agent" select offers: its label, its client and its settings' names.
+
+    Its settings are read here, by name, so that listing the agents on a page never imports an
+    SDK: `openai` and `anthropic` alone put ~150,000 objects on the heap for every full garbage
+    collection to walk (docs/PERFORMANCE.md).
+    """
 
     name: str
     label: str
     module: str  # chats.agent.providers.<module>, imported when first used (SDKs are heavy)
     client: str
-    config: str  # a function of that module returning its ProviderConfig (or None)
+    api_key_setting: str
+    base_url_setting: str
+    model_setting: str
+    # The setting that turns the provider on: its API key, or llm-sdk's URL (its token is
+    # optional).
+    enabled_by: str = ""
 
     def settings(self) -> ProviderConfig | None:
         """Return the provider's settings when it is configured (a key, or llm-sdk's URL)."""
-        config = getattr(import_module(f"{__name__}.{self.module}"), self.config)()
-        if config is None or not (config.api_key or (self.name == "llm-sdk" and config.base_url)):
+        from django.conf import settings
+
+        if not getattr(settings, self.enabled_by or self.api_key_setting, ""):
             return None
-        return config
+        return ProviderConfig(
+            name=self.name,
+            api_key=getattr(settings, self.api_key_setting, ""),
+            base_url=getattr(settings, self.base_url_setting, ""),
+            model=getattr(settings, self.model_setting, ""),
+            connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
+            idle_timeout=settings.AGENT_IDLE_TIMEOUT,
+            max_retries=settings.AGENT_MAX_RETRIES,
+        )
+
+
+def _keyed(name: str, label: str, module: str, client: str, prefix: str) -> Provider:
+    """A provider configured by PREFIX_API_KEY, PREFIX_BASE_URL and PREFIX_MODEL."""
+    return Provider(
+        name, label, module, client, f"{prefix}_API_KEY", f"{prefix}_BASE_URL", f"{prefix}_MODEL"
+    )
 
 
 BIGDATA = "bigdata"
 PROVIDERS: dict[str, Provider] = {
     p.name: p
     for p in (
-        Provider("gemini", "Google Gemini", "gemini", "GeminiClient", "config_from_settings"),
-        Provider("xai", "xAI Grok", "responses", "XaiClient", "xai_config"),
-        Provider("openai", "OpenAI", "responses", "OpenAIClient", "openai_config"),
+        _keyed("gemini", "Google Gemini", "gemini", "GeminiClient", "GEMINI"),
+        _keyed("xai", "xAI Grok", "responses", "XaiClient", "XAI"),
+        _keyed("openai", "OpenAI", "responses", "OpenAIClient", "OPENAI"),
+        _keyed("anthropic", "Anthropic Claude", "anthropic", "AnthropicClient", "ANTHROPIC"),
         Provider(
-            "anthropic", "Anthropic Claude", "anthropic", "AnthropicClient", "anthropic_config"
+            "llm-sdk",
+            "llm-sdk agent",
+            "llm_sdk",
+            "LlmSdkClient",
+            api_key_setting="LLMSDK_AGENT_TOKEN",  # sent as a bearer token when set
+            base_url_setting="LLMSDK_AGENT_URL",
+            model_setting="LLMSDK_AGENT_MODEL",
+            enabled_by="LLMSDK_AGENT_URL",
         ),
-        Provider("llm-sdk", "llm-sdk agent", "llm_sdk", "LlmSdkClient", "config_from_settings"),
     )
 }
 

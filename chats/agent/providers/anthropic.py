@@ -31,7 +31,6 @@ from ..events import (
     ToolErrorEvent,
 )
 from ..sse import StreamMessage
-from . import ProviderConfig
 from .sdk import SdkStream
 
 DOCUMENT_LOCATIONS = frozenset(
@@ -312,21 +311,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 # --- Client ----------------------------------------------------------------------------------
-
-
-def anthropic_config() -> ProviderConfig:
-    """Anthropic's connection settings (ANTHROPIC_*; timeouts and retries are the agent's)."""
-    from django.conf import settings
-
-    return ProviderConfig(
-        name="anthropic",
-        api_key=settings.ANTHROPIC_API_KEY,
-        base_url=settings.ANTHROPIC_BASE_URL,
-        model=settings.ANTHROPIC_MODEL,
-        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
-        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
-        max_retries=settings.AGENT_MAX_RETRIES,
-    )
 
 
 class AnthropicClient(SdkStream):

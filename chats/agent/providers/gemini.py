@@ -343,23 +343,6 @@ def _count(value: Any) -> int:
 # --- the client -----------------------------------------------------------------------------
 
 
-def config_from_settings() -> ProviderConfig | None:
-    """Return Gemini's connection settings, or None when GEMINI_API_KEY is not set."""
-    from django.conf import settings
-
-    if not getattr(settings, "GEMINI_API_KEY", ""):
-        return None
-    return ProviderConfig(
-        name="gemini",
-        api_key=settings.GEMINI_API_KEY,
-        base_url=settings.GEMINI_BASE_URL or DEFAULT_BASE_URL,
-        model=settings.GEMINI_MODEL or DEFAULT_MODEL,
-        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
-        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
-        max_retries=settings.AGENT_MAX_RETRIES,
-    )
-
-
 def request_contents(request: ProviderRequest) -> list[dict[str, Any]]:
     """The branch's history as alternating user/model contents, then the new question.
 

@@ -192,23 +192,6 @@ def _error_message(error: Any) -> str:
 # --- the client -----------------------------------------------------------------------------
 
 
-def config_from_settings() -> ProviderConfig | None:
-    """Return the llm-sdk agent's settings, or None when LLMSDK_AGENT_URL is not set."""
-    from django.conf import settings
-
-    if not getattr(settings, "LLMSDK_AGENT_URL", ""):
-        return None
-    return ProviderConfig(
-        name="llm-sdk",
-        api_key=settings.LLMSDK_AGENT_TOKEN,
-        base_url=settings.LLMSDK_AGENT_URL,
-        model=settings.LLMSDK_AGENT_MODEL,
-        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
-        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
-        max_retries=settings.AGENT_MAX_RETRIES,
-    )
-
-
 def request_body(request: ProviderRequest, model: str = "") -> dict[str, Any]:
     """llm-sdk's `LanguageModelInput` shape: the branch's history, then the new question.
 

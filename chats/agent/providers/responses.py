@@ -36,7 +36,6 @@ from ..events import (
     GroundingEvent,
 )
 from ..sse import StreamMessage
-from . import ProviderConfig
 from .sdk import SdkStream
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
@@ -492,30 +491,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 # --- Clients ---------------------------------------------------------------------------------
-
-
-def openai_config() -> ProviderConfig:
-    """OpenAI's connection settings (OPENAI_*; timeouts and retries are the agent's)."""
-    return _config("openai", "OPENAI")
-
-
-def xai_config() -> ProviderConfig:
-    """xAI's connection settings (XAI_*; timeouts and retries are the agent's)."""
-    return _config("xai", "XAI")
-
-
-def _config(name: str, prefix: str) -> ProviderConfig:
-    from django.conf import settings
-
-    return ProviderConfig(
-        name=name,
-        api_key=getattr(settings, f"{prefix}_API_KEY"),
-        base_url=getattr(settings, f"{prefix}_BASE_URL"),
-        model=getattr(settings, f"{prefix}_MODEL"),
-        connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
-        idle_timeout=settings.AGENT_IDLE_TIMEOUT,
-        max_retries=settings.AGENT_MAX_RETRIES,
-    )
 
 
 class OpenAIClient(SdkStream):

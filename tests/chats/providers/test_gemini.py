@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from chats.agent.client import AgentError
 from chats.agent.events import ActionEvent, CompleteEvent, ErrorEvent
-from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
-from chats.agent.providers.gemini import GeminiAdapter, GeminiClient, config_from_settings
+from chats.agent.providers import PROVIDERS, ConversationTurn, ProviderConfig, ProviderRequest
+from chats.agent.providers.gemini import GeminiAdapter, GeminiClient
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -472,12 +472,12 @@ async def test_safety_block_through_the_sdk(gemini):
     ]
 
 
-def test_config_from_settings(settings):
+def test_settings(settings):
     settings.GEMINI_API_KEY = ""
-    assert config_from_settings() is None
+    assert PROVIDERS["gemini"].settings() is None
     settings.GEMINI_API_KEY = KEY
     settings.GEMINI_MODEL = "gemini-x"
-    config = config_from_settings()
+    config = PROVIDERS["gemini"].settings()
     assert (config.name, config.model, config.api_key) == ("gemini", "gemini-x", KEY)
     assert KEY not in repr(config)
 

@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from chats.agent.client import AgentError
 from chats.agent.events import AnswerEvent, ThinkingEvent
-from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
-from chats.agent.providers.llm_sdk import LlmSdkAdapter, LlmSdkClient, config_from_settings
+from chats.agent.providers import PROVIDERS, ConversationTurn, ProviderConfig, ProviderRequest
+from chats.agent.providers.llm_sdk import LlmSdkAdapter, LlmSdkClient
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -283,12 +283,12 @@ async def test_malformed_lines_are_counted(agent):
     assert stream_client.malformed_lines == 1  # the bare "not json" line is not a data line
 
 
-def test_config_from_settings(settings):
+def test_settings(settings):
     settings.LLMSDK_AGENT_URL = ""
-    assert config_from_settings() is None
+    assert PROVIDERS["llm-sdk"].settings() is None
     settings.LLMSDK_AGENT_URL = "https://agent.example/run"
     settings.LLMSDK_AGENT_TOKEN = TOKEN
-    config = config_from_settings()
+    config = PROVIDERS["llm-sdk"].settings()
     assert (config.base_url, config.api_key) == ("https://agent.example/run", TOKEN)
     assert TOKEN not in repr(config)
 
