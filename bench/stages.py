@@ -286,6 +286,8 @@ async def parse_round() -> float:
 
 
 async def store_prep_round(events: list[Any]) -> float:
+    from django.conf import settings
+
     from chats.agent.transcript import Transcript
     from chats.event_log import EventLog
     from chats.runner import TurnRun
@@ -297,6 +299,7 @@ async def store_prep_round(events: list[Any]) -> float:
         run = TurnRun.__new__(TurnRun)  # the run's per-event state, without a turn in a database
         run.chat_id, run.turn_id = i + 1, 1000 + i
         run.transcript, run.sanitized_events, run.answer_chars = Transcript(), 0, 0
+        run.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS  # as TurnRun._read sets it
         runs.append(run)
     started = time.perf_counter()
     for tick in PLAN:

@@ -96,6 +96,7 @@ class TurnRun:
         self.finishing = False
         self.sanitized_events = 0
         self.answer_chars = 0
+        self.max_answer_chars = 0  # AGENT_MAX_ANSWER_CHARS, read when the run begins
         self.task: asyncio.Task | None = None
         # The ids of the turns beside this one, when whoever started it knew them: none can be
         # added while it streams (one turn per chat), so its final card needs no query for them.
@@ -163,6 +164,8 @@ class TurnRun:
         ends_at = self._ends_at = loop.time() + max_seconds
         # Moving the deadline costs a timer; move it only when it has fallen behind noticeably.
         slack = min(1.0, idle / 10)
+        max_events = settings.AGENT_MAX_EVENTS  # read once: a settings lookup per event adds up
+        self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS
         seq = 0
         try:
             async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as deadline:
@@ -173,9 +176,9 @@ class TurnRun:
                         if idle_until - (deadline.when() or 0.0) >= slack:
                             deadline.reschedule(idle_until)
                         seq += 1
-                        if seq > settings.AGENT_MAX_EVENTS:
+                        if seq > max_events:
                             raise TurnLimitReached(
-                                f"The answer passed the limit of {settings.AGENT_MAX_EVENTS:,}"
+                                f"The answer passed the limit of {max_events:,}"
                                 " events and was stopped there."
                             )
                         event, data, replaced = storable_event(event)
@@ -186,8 +189,7 @@ class TurnRun:
                         if cut:
                             raise TurnLimitReached(
                                 "The answer passed the limit of"
-                                f" {settings.AGENT_MAX_ANSWER_CHARS:,} characters and was cut"
-                                " off there."
+                                f" {self.max_answer_chars:,} characters and was cut off there."
                             )
         except TimeoutError as error:
             if loop.time() >= ends_at - slack:
@@ -205,7 +207,7 @@ class TurnRun:
         """Return the event (and its data) cut to what is left of AGENT_MAX_ANSWER_CHARS."""
         if not isinstance(event, AnswerEvent):
             return event, data, False
-        room = max(settings.AGENT_MAX_ANSWER_CHARS - self.answer_chars, 0)
+        room = max(self.max_answer_chars - self.answer_chars, 0)
         if len(event.content) <= room:
             self.answer_chars += len(event.content)
             return event, data, False

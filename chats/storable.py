@@ -22,6 +22,7 @@ MAX_DEPTH = 64  # far above what the agent nests (plans, references: 4-6 levels)
 MAX_KEPT_TEXT = 100_000  # characters of an unusable event's text kept for the record
 REPLACEMENT = "\ufffd"  # U+FFFD REPLACEMENT CHARACTER, what UTF-8 decoders put for bad input
 _UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
+_EXACT = (bool, int)  # a tuple: `bool | int` would build a union object on every call
 
 
 class UnstorableValue(ValueError):
@@ -47,10 +48,10 @@ def storable_json(value: Any, *, max_depth: int = MAX_DEPTH) -> tuple[Any, bool]
 
 
 def _storable(value: Any, depth_left: int) -> tuple[Any, bool]:
-    if value is None or isinstance(value, bool | int):
-        return value, False
-    if isinstance(value, str):
+    if isinstance(value, str):  # the most common value, checked first (once per event field)
         return storable_text(value)
+    if value is None or isinstance(value, _EXACT):
+        return value, False
     if isinstance(value, float):
         return (value, False) if math.isfinite(value) else (None, True)
     if depth_left <= 0:

@@ -7,7 +7,6 @@ The one place that reads the Research Agent's JSON (seed 002 "Message types", se
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from citations.references import Citation, Passage, SourceDocument, ToolCall
@@ -20,7 +19,7 @@ from citations.sources import (
     url_host,
 )
 
-from .events import AgentEvent, AuditEvent, GroundingEvent, event_from_data
+from .events import AgentEvent, AuditEvent, GroundingEvent, event_from_fields
 from .sse import StreamMessage
 
 SOURCE_TYPES = frozenset({"BIGDATA", "EXTERNAL"})
@@ -63,8 +62,8 @@ def event_from_message(
         return GroundingEvent(
             citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
         )
-    event = event_from_data({key: value for key, value in message.items() if key != "chat_id"})
-    return replace(event, chat_id=chat_id, raw=raw) if event is not None else None
+    # The envelope's conversation id, not any the message carries (UnknownEvent drops it).
+    return event_from_fields(message, chat_id=chat_id, raw=raw)
 
 
 # --- GROUNDING references -------------------------------------------------------------------

@@ -199,7 +199,6 @@ def event_from_data(data: Any) -> AgentEvent | None:
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) or not data["type"]:
         return None
     kind = data["type"]
-    chat_id = data.get("chat_id") if isinstance(data.get("chat_id"), str) else None
     if (kind == "GROUNDING" and "citations" not in data) or (
         kind == "AUDIT" and "tool_calls" not in data
     ):
@@ -207,7 +206,17 @@ def event_from_data(data: Any) -> AgentEvent | None:
         from .bigdata import event_from_message
 
         return event_from_message(data)
-    common = {"chat_id": chat_id}
+    chat_id = data.get("chat_id")
+    return event_from_fields(data, chat_id=chat_id if isinstance(chat_id, str) else None)
+
+
+def event_from_fields(
+    data: dict[str, Any], *, chat_id: str | None, raw: str | None = None
+) -> AgentEvent:
+    """Return the event whose fields (all but `chat_id`) are in `data`, a dict with a string
+    `type`; the conversation id and the wire text are given, not read from it."""
+    kind = data["type"]
+    common = {"chat_id": chat_id, "raw": raw}
     plan = data.get("plan") if isinstance(data.get("plan"), dict) else {}
     match kind:
         case "PLANNING":

@@ -62,10 +62,25 @@ class LineSplitter:
         self._pending_cr = False
 
     def decode(self, chunk: str) -> list[str]:
-        lines: list[str] = []
         if self._pending_cr and chunk.startswith("\n"):
             chunk = chunk[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
+        if "\r" in chunk:
+            return self._decode_any_line_ends(chunk)
+        # LF only, as every agent sends: one split in C rather than a search per line.
+        *complete, unfinished = chunk.split("\n")
+        lines: list[str] = []
+        for piece in complete:
+            if self._buffer or self._skipping or len(piece) > self.max_line_chars:
+                self._take(piece)
+                lines.extend(self._end_line())
+            else:
+                lines.append(piece)  # a whole line in this chunk, within the cap
+        self._take(unfinished)
+        return lines
+
+    def _decode_any_line_ends(self, chunk: str) -> list[str]:
+        lines: list[str] = []
         start = 0
         length = len(chunk)
         while start < length:

@@ -12,7 +12,7 @@ from chats.agent.events import (
     GroundingEvent,
     UnknownEvent,
 )
-from chats.agent.sse import StreamReader, aiter_events, parse_sse_text
+from chats.agent.sse import LineSplitter, StreamReader, aiter_events, parse_sse_text
 from chats.agent.transcript import Transcript
 
 CAPTURES = ["dedup", "error", "lifecycle", "tool_level", "workflow"]
@@ -191,3 +191,15 @@ def test_lines_split_on_cr_lf_and_crlf_even_across_chunks():
         events += reader.feed_text(text[i])
     events += reader.close()
     assert [e.content for e in events] == ["a", "b"]
+
+
+def test_lf_and_crlf_bodies_split_alike_wherever_a_chunk_ends():
+    """LF-only chunks take a faster path than chunks with CRs: both give the same lines, with
+    the same line over the cap dropped, wherever the body is cut in two."""
+    text = "data: a\n\nevent: x\ndata: " + "y" * 30 + "\n\n: comment\ndata: z\n"
+    expected = [part for part in text.split("\n")[:-1] if len(part) <= 20]
+    for body in (text, text.replace("\n", "\r\n")):
+        for cut in range(len(body) + 1):
+            splitter = LineSplitter(max_line_chars=20)
+            lines = splitter.decode(body[:cut]) + splitter.decode(body[cut:]) + splitter.flush()
+            assert (lines, splitter.oversized_lines) == (expected, 1), (body, cut)
