@@ -96,7 +96,7 @@ class TurnRun:
         self.finishing = False
         self.sanitized_events = 0
         self.answer_chars = 0
-        self.max_answer_chars = 0  # AGENT_MAX_ANSWER_CHARS, read when the run begins
+        self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS  # read again as the run begins
         self.task: asyncio.Task | None = None
         # The ids of the turns beside this one, when whoever started it knew them: none can be
         # added while it streams (one turn per chat), so its final card needs no query for them.

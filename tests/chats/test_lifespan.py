@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from channels.db import database_sync_to_async
@@ -191,15 +192,25 @@ def test_the_start_up_heap_is_frozen_once():
     import subprocess
     import sys
 
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-c", FREEZE_SCRIPT], capture_output=True, text=True, check=True
+        [sys.executable, "-c", FREEZE_SCRIPT],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     before, counts = done.stdout.split(" ", 1)
     first, second = json.loads(counts)
     assert int(before) == 0 and first > 1000 and second <= first
 
 
-def test_the_site_freezes_its_heap_after_start_up():
-    from researchsite.asgi import application
+def test_the_site_tunes_its_collector_and_freezes_its_heap_after_start_up():
+    import gc
 
+    from researchsite.asgi import application
+    from researchsite.heap import YOUNG_GENERATION_THRESHOLD
+
+    assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD
     assert application.application_mapping["lifespan"].__wrapped__ is lifespan_app

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from channels.db import database_sync_to_async
@@ -22,6 +23,7 @@ from tests.servers import serve_asgi
 pytestmark = pytest.mark.django_db(transaction=True)
 
 KEY = "sk-test-not-a-secret-ZZZZ"
+ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = {
     "gemini": "gemini.sse",
     "xai": "xai.sse",
@@ -127,20 +129,27 @@ def test_only_configured_agents_are_offered_and_the_default_falls_back(settings,
 
 
 def test_listing_the_agents_imports_no_sdk():
-    """The SDKs load when a chat first asks their agent, not when a page lists the agents: each
-    import of openai or anthropic puts ~150,000 objects on the heap that every full garbage
-    collection walks again, mid-stream (docs/PERFORMANCE.md)."""
+    """The SDKs load when a chat first asks their agent, not when the site starts or a page
+    lists the agents: importing openai and anthropic put ~150,000 objects on the heap that every
+    full garbage collection walked again, mid-stream (docs/PERFORMANCE.md)."""
     script = (
         "import sys, django; django.setup()\n"
+        "import researchsite.asgi\n"
         "from chats.agent.providers import agent_choices\n"
         "assert len(agent_choices()) == 6, agent_choices()\n"
         "print(sorted({'openai', 'anthropic', 'google.genai'} & set(sys.modules)))\n"
     )
     keys = ("GEMINI_API_KEY", "OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "researchsite.settings"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
     env.update({name: KEY for name in keys}, LLMSDK_AGENT_URL="http://127.0.0.1:9/agent")
     done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert done.stdout.strip() == "[]"
 

@@ -94,8 +94,8 @@ class Provider:
     """One agent the "Agent" select offers: its label, its client and its settings' names.
 
     Its settings are read here, by name, so that listing the agents on a page never imports an
-    SDK: `openai` and `anthropic` alone put ~150,000 objects on the heap for every full garbage
-    collection to walk (docs/PERFORMANCE.md).
+    SDK: `openai` and `anthropic` together put ~150,000 objects on the heap for every full
+    garbage collection to walk (docs/PERFORMANCE.md).
     """
 
     name: str
