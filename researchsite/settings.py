@@ -120,7 +120,10 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1500}}
+        "default": {
+            "BACKEND": "researchsite.channel_layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1500},
+        }
     }
 
 # --- Auth -----------------------------------------------------------------------------------
