@@ -21,7 +21,6 @@ tune_collector()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
 django_asgi_app = get_asgi_application()  # before importing anything that touches models
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
@@ -29,6 +28,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from chats.lifespan import lifespan_app  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
 from researchsite.origins import SameOriginValidator  # noqa: E402
+from researchsite.websocket_sessions import websocket_auth_stack  # noqa: E402
 
 
 def _http_app():
@@ -73,7 +73,7 @@ application = ProtocolTypeRouter(
     {
         "http": _http_app(),
         # Only the site's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS may connect.
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(websocket_auth_stack(URLRouter(websocket_urlpatterns))),
         "lifespan": freeze_heap_after_startup(lifespan_app),
     }
 )
