@@ -346,14 +346,14 @@ def goals(args, findings: Findings) -> list[str]:
                 f"(≤ {RATIO_GOAL:g}x)",
             )
         )
-    also = f"; {g1_name}: {g1.server_cpu_us_per_event:,.0f} µs" if g1 else ""
+    also = f"; {g1_name}: {g1.server_cpu_us_per_event:,.1f} µs" if g1 else ""
     if g2 is None:
         lines.append(goal_line(None, f"server CPU per relayed event (part 2 not run{also})"))
     else:
         lines.append(
             goal_line(
                 at_most(g2.server_cpu_us_per_event, CPU_GOAL_US),
-                f"server CPU per relayed event: {g2.server_cpu_us_per_event:,.0f} µs on "
+                f"server CPU per relayed event: {g2.server_cpu_us_per_event:,.1f} µs on "
                 f"{g2_name} (≤ {CPU_GOAL_US} µs){also}",
             )
         )
