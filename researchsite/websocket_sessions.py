@@ -24,5 +24,6 @@ class WebsocketSessionMiddleware(SessionMiddleware):
 
 
 def websocket_auth_stack(inner):
-    """`channels.auth.AuthMiddlewareStack(inner)`, with the session middleware above."""
+    """`channels.auth.AuthMiddlewareStack(inner)`, with `WebsocketSessionMiddleware` in place of
+    channels' `SessionMiddleware`."""
     return CookieMiddleware(WebsocketSessionMiddleware(AuthMiddleware(inner)))
