@@ -14,9 +14,10 @@ the median of 5 parts of one run: see `database_stages`).
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
    paces 20 streams at 50 events/s, so each read returns one event, as in production; the site's
    client reads them (`httpx.AsyncClient(transport=http_transport())`, `httpx_sse.aconnect_sse`,
-   `response.aiter_text()`). Wall time would be mostly waiting, so this stage is this process's
-   CPU time (time.process_time) from the moment every stream has its first chunk to the end,
-   over the events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
+   `aiter_text(response)`, straight from aiohttp). Wall time would be mostly waiting, so this
+   stage is this process's CPU time (time.process_time) from the moment every stream has its
+   first chunk to the end, over the events read meanwhile: the event loop's wake-ups and the
+   socket syscalls are in it.
    Opening the request (client, connect, POST, headers) is a per-turn cost, reported per turn
    and amortised over 150 events. One unpaced 5,000-event stream is also read, for comparison:
    its chunks carry many events each.
@@ -186,6 +187,7 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
     import httpx
     from httpx_sse import aconnect_sse
 
+    from chats.agent.aiohttp_transport import aiter_text
     from chats.agent.client import AgentRequest, http_transport, stream_timeout
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
@@ -196,7 +198,7 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
             client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
         ) as source,
     ):
-        async for chunk in source.response.aiter_text():
+        async for chunk in aiter_text(source.response):
             first = not counts[index]
             counts[index] += chunk.count("\n\n")  # events end with a blank line
             READS[0] += 1
@@ -259,7 +261,7 @@ async def parse_round() -> float:
     from chats.agent.providers.attempts import with_retries
     from chats.agent.sse import StreamReader, aiter_events
 
-    async def body():  # the chunks response.aiter_text() yields: one event each when paced
+    async def body():  # the chunks aiter_text(response) yields: one event each when paced
         for chunk in CHUNKS:
             yield chunk
 
@@ -587,7 +589,7 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "httpx over aiohttp + httpx_sse: socket, HTTP body, UTF-8 text (paced, 1 event/read)",
+    "read": "aiohttp under httpx + httpx_sse: socket, HTTP body, UTF-8 text (paced, 1 event/read)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",

@@ -5,6 +5,11 @@ Why: reading a paced stream through httpx's own transport (httpcore, h11, anyio)
 (docs/PERFORMANCE.md, "Wave 3"). The clients keep httpx's API (requests, responses, timeouts,
 the SDKs' `http_client`), so only this module knows aiohttp.
 
+Each streamed answer reads its text with `aiter_text(response)`: straight from aiohttp when this
+transport carries a plain UTF-8 body, so a read does not pass through httpx's four iterators of
+its own (its stream, raw, bytes and text), which at one event per read cost ~6 µs of CPU per event
+(docs/PERFORMANCE.md, "Wave 3, fifth session").
+
 Not the `httpx-aiohttp` package: it maps a refused connection, and a server that hangs up
 before answering, to `ConnectTimeout`, which would tell the analyst the agent was slow when it
 was down. Here every aiohttp failure becomes the httpx error httpx's own transport raises for
@@ -13,6 +18,7 @@ it, so `providers.attempts.transport_failure` words it the same whichever transp
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import ssl
 import urllib.request
@@ -57,9 +63,34 @@ class _ResponseStream(httpx.AsyncByteStream):
             async for chunk in self._response.content.iter_any():  # what has arrived, at once
                 yield chunk
 
+    async def aiter_text(self) -> AsyncIterator[str]:
+        """The body as UTF-8 text, as it arrives; bad bytes become U+FFFD, as httpx decodes."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        content = self._response.content
+        with _as_httpx_errors(self._request):
+            while chunk := await content.readany():
+                if text := decoder.decode(chunk):
+                    yield text
+        if text := decoder.decode(b"", final=True):
+            yield text
+
     async def aclose(self) -> None:
         # A body not read to its end closes the connection: the agent sees the page stop.
         self._response.release()
+
+
+_BODY = "researchsite.aiohttp_body"  # the key of the body's _ResponseStream in extensions
+
+
+def aiter_text(response: httpx.Response) -> AsyncIterator[str]:
+    """`response.aiter_text()`, read straight from aiohttp when this transport carries the body
+    and httpx would only have decoded it as UTF-8 (no Content-Encoding, no other charset)."""
+    body = response.extensions.get(_BODY)
+    plain = response.headers.get("Content-Encoding", "identity").lower() == "identity"
+    charset = (response.charset_encoding or "utf-8").lower()
+    if isinstance(body, _ResponseStream) and plain and charset in {"utf-8", "utf8"}:
+        return body.aiter_text()
+    return response.aiter_text()
 
 
 def _environment_proxy(url: httpx.URL) -> str | None:
@@ -107,13 +138,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                     sock_read=timeout.get("read"),
                 ),
             )
-        extensions = {"http_version": b"HTTP/1.1"}
+        stream = _ResponseStream(response, request)
+        extensions = {"http_version": b"HTTP/1.1", _BODY: stream}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()
         return httpx.Response(
             status_code=response.status,
             headers=list(response.raw_headers),
-            stream=_ResponseStream(response, request),
+            stream=stream,
             extensions=extensions,
         )
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import aconnect_sse
 
-from .aiohttp_transport import AiohttpTransport
+from .aiohttp_transport import AiohttpTransport, aiter_text
 from .bigdata import BigdataAdapter
 from .events import AgentEvent
 from .providers.attempts import (
@@ -170,7 +170,7 @@ class AgentStream:
                     if error.status in RETRYABLE_STATUS:
                         raise RetryableFailure(error, retry_after_seconds(response.headers))
                     raise error
-                async for event in aiter_events(response.aiter_text(), self.reader):
+                async for event in aiter_events(aiter_text(response), self.reader):
                     started = True
                     yield event
         except TRANSPORT_ERRORS as error:

@@ -21,6 +21,7 @@ import httpx
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
+from ..aiohttp_transport import aiter_text
 from ..client import AgentError, http_transport, redact, stream_timeout
 from ..events import (
     AgentEvent,
@@ -273,7 +274,7 @@ class LlmSdkClient:
                     if response.status_code >= 400:
                         await response.aread()
                         raise self._http_error(response)
-                    async for event in aiter_events(response.aiter_text(), reader):
+                    async for event in aiter_events(aiter_text(response), reader):
                         started = True
                         yield event
             except TRANSPORT_ERRORS as error:
