@@ -14,6 +14,7 @@ import dataclasses
 import json
 import math
 import re
+from itertools import chain
 from typing import Any, NamedTuple
 
 from .agent.events import AgentEvent, event_from_data
@@ -109,13 +110,29 @@ def storable_event(event: AgentEvent) -> StorableEvent:
     A repaired event is read back from its repaired data, so the transcript, the page and the
     log all see the same values; its `raw` wire text stays with it.
     """
+    data = event.data
+    if _only_plain_text(data):  # most of every stream: ANSWER deltas, checked in C
+        return StorableEvent(event, data, False)
     raw = getattr(event, "raw", None)
-    data, replaced = storable_message(event.data, raw)
+    data, replaced = storable_message(data, raw)
     if not replaced:
         return StorableEvent(event, data, False)
     clean = event_from_data(data) or event_from_data({"type": data.get("type") or "UNKNOWN"})
     assert clean is not None  # a dict with a string type always reads back
     return StorableEvent(dataclasses.replace(clean, raw=raw), data, True)
+
+
+def _only_plain_text(data: dict[str, Any]) -> bool:
+    """Return True when every key and value is ASCII text without NUL: storable as it is.
+
+    One join and two C checks, where walking the values costs three calls a field (~1.4 µs
+    against 0.5 for an ANSWER delta); a value that is not text sends the event to the walk.
+    """
+    try:
+        text = "".join(chain.from_iterable(data.items()))
+    except TypeError:
+        return False
+    return text.isascii() and "\x00" not in text
 
 
 def _as_text(data: dict[str, Any], raw: str | None) -> str:

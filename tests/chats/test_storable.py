@@ -105,6 +105,19 @@ def test_structured_output_nested_too_deep_keeps_the_wire_text():
     assert data == {"type": "STRUCTURED_OUTPUT", "unstorable": True, "text": raw}
 
 
+text_with_anything = st.text(st.characters(codec=None, categories=None))  # NUL, surrogates too
+
+
+@given(text_with_anything, text_with_anything | st.none())
+@settings(max_examples=300)
+def test_a_text_only_event_is_judged_as_walking_its_data_judges_it(content, chat_id):
+    event = AnswerEvent(content=content, chat_id=chat_id)
+    expected, replaced = storable_json(event.data)
+    clean, data, was_replaced = storable_event(event)
+    assert (data, was_replaced) == (expected, replaced)
+    assert (clean is event) is not replaced
+
+
 def test_text_without_anything_to_replace_is_the_same_object():
     text = "plain ascii " * 100
     assert storable_text(text)[0] is text
