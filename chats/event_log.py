@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connec
 from django.utils import timezone
 
 from .agent.events import AgentEvent
+from .compact_json import strict_json
 from .models import TurnEvent
 from .per_loop import PerLoop
 from .protocol import event_view, publish_to_chats, turn_events
@@ -225,15 +225,15 @@ def _write_now(batch: list[PendingEvent]) -> None:
     Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
     time, and that time is taken from every stream being read (the writer's thread shares the
     GIL with the event loop). COPY costs 8 µs of CPU per row where executemany costs 21
-    (docs/PERFORMANCE.md). Both store the data as json.dumps writes it, as JSONField would: a
-    value that slipped past `storable_event` (NaN, say) is refused by the database, not quietly
-    rewritten, and the turn fails alone.
+    (docs/PERFORMANCE.md). Both store the data as `strict_json` writes it: a value that slipped
+    past `storable_event` (NaN, say) is written as the token JSONField would send, refused by the
+    database, not quietly rewritten, and the turn fails alone.
     """
     db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
     now = timezone.now()
     table = db.ops.quote_name(TurnEvent._meta.db_table)
     columns = "(turn_id, seq, type, data, received_at)"
-    rows = [(p.turn_id, p.seq, p.event.type[:40], json.dumps(p.data), now) for p in batch]
+    rows = [(p.turn_id, p.seq, p.event.type[:40], strict_json(p.data), now) for p in batch]
     with transaction.atomic(), db.cursor() as cursor:
         if db.vendor == "postgresql":
             # The raw cursor's COPY: wrap_database_errors gives its errors Django's classes, so

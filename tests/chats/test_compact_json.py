@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from chats.compact_json import compact_json
+from chats.compact_json import compact_json, strict_json
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,17 @@ def test_what_orjson_refuses_is_written_by_the_standard_library(value):
 
 def test_a_non_finite_number_is_written_as_null_which_browsers_parse():
     assert compact_json({"score": float("nan"), "max": float("inf")}) == '{"score":null,"max":null}'
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({"content": "Revenue rose 4% — in €"}, '{"content":"Revenue rose 4% — in €"}'),
+        ({"content": "null", "plan": None}, '{"content":"null","plan":null}'),
+        ({"score": float("nan")}, '{"score":NaN}'),
+        ({"max": float("inf"), "min": float("-inf")}, '{"max":Infinity,"min":-Infinity}'),
+        ({"id": 2**70, "score": float("nan")}, '{"id":1180591620717411303424,"score":NaN}'),
+    ],
+)
+def test_strict_text_keeps_a_non_finite_number_for_the_database_to_refuse(value, text):
+    assert strict_json(value) == text
