@@ -75,6 +75,22 @@ async def test_a_tick_of_events_is_one_write_and_one_frame_per_turn(user, other_
     assert [e["seq"] for e in frame["events"]] == [1, 2, 3]
 
 
+async def test_every_row_of_a_batch_is_stored_with_its_seq_type_and_data(user):
+    turn = await make_turn(user)
+    contents = ['say "hi"', "back\\slash \\u0041", "line\nbreak\ttab", "Résumé — 東京 📈", "null"]
+    events = [answer(content) for content in contents]
+    events.append(StructuredOutputEvent(content={"n": [1, 2.5, None, True], "big": 2**70}))
+    log = EventLog(interval=60)
+    for seq, event in enumerate(events, 1):
+        log.append(turn.chat_id, turn.pk, seq, event)
+    await log.flush()
+
+    rows = await database_sync_to_async(list)(
+        TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "type", "data")
+    )
+    assert rows == [(seq, event.type, event.data) for seq, event in enumerate(events, 1)]
+
+
 def refused_by_this_database(event: AgentEvent) -> bool:
     """Whether the database behind the tests refuses this event as the log writes it."""
     vendor = connection.vendor
