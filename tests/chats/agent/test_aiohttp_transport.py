@@ -127,26 +127,26 @@ async def split_character(reader, writer) -> None:
     await writer.drain()
 
 
-@pytest.mark.parametrize("reader", ["aiter_text", "clients"])
-@pytest.mark.parametrize("name", TRANSPORTS)
-async def test_text_is_decoded_across_chunks_as_httpx_decodes_it(name, reader):
-    async with raw_server(split_character) as url:
-        text = b"".join(await read_body(url, TRANSPORTS[name](), READERS[reader])).decode()
-    assert text == 'data: {"content": "5 €"}\n\ndata: \ufffd\n\n'
-
-
 async def cut_inside_a_character(reader, writer) -> None:
     """The body ends with the first byte of a 3-byte character."""
     writer.write(HEADERS + chunk(EVENT + "€".encode()[:1]) + b"0\r\n\r\n")
     await writer.drain()
 
 
+@pytest.mark.parametrize(
+    ("server", "text"),
+    [
+        (split_character, 'data: {"content": "5 €"}\n\ndata: \ufffd\n\n'),
+        (cut_inside_a_character, EVENT.decode() + "\ufffd"),
+    ],
+    ids=["across chunks", "cut off at the end"],
+)
 @pytest.mark.parametrize("reader", ["aiter_text", "clients"])
 @pytest.mark.parametrize("name", TRANSPORTS)
-async def test_a_character_cut_off_at_the_end_is_replaced(name, reader):
-    async with raw_server(cut_inside_a_character) as url:
-        text = b"".join(await read_body(url, TRANSPORTS[name](), READERS[reader])).decode()
-    assert text == EVENT.decode() + "\ufffd"
+async def test_text_is_decoded_as_httpx_decodes_it(name, reader, server, text):
+    async with raw_server(server) as url:
+        body = b"".join(await read_body(url, TRANSPORTS[name](), READERS[reader])).decode()
+    assert body == text
 
 
 async def latin_1(reader, writer) -> None:
