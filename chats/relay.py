@@ -14,6 +14,9 @@ Nothing is dropped silently. The event log is written before anything is publish
 that may have missed a frame (its socket fell behind, or this process's subscription broke) is
 told, through `Subscriber.missed`, and catches up from the log (`ChatConsumer`).
 
+A Redis that stops answering costs a publish PUBLISH_TIMEOUT and a page's join SUBSCRIBE_TIMEOUT,
+not the process: pages here have their frames before Redis is asked.
+
 The channel layer still carries what is rare and must reach one run or one user wherever it
 lives: stop requests and logouts (`protocol.publish`).
 """
@@ -35,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 RECONNECT_DELAY = 0.5  # seconds between attempts to re-subscribe after Redis went away
 SUBSCRIBE_TIMEOUT = 5.0
+# Seconds a publish may wait for Redis: one that stops answering must not hold up the event log's
+# flusher or a batch of finishing turns for good. Pages here have their frames already.
+PUBLISH_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +135,18 @@ class RedisRelay(LocalRelay):
                 logger.warning("Unsubscribing from chat %s failed", chat_id, exc_info=True)
 
     async def _subscribe(self, channel: bytes) -> None:
-        """Subscribe and wait until Redis says so: a page reads the log only after that."""
-        await self._ensure_reader()
+        """Subscribe and wait until Redis says so: a page reads the log only after that.
+
+        At most SUBSCRIBE_TIMEOUT in all, so that a Redis that stops answering cannot keep a
+        page from opening; the page still catches up from any later frame's gap.
+        """
         confirmed = self._confirmed.setdefault(channel, asyncio.get_running_loop().create_future())
-        await self._pubsub.subscribe(channel)
         try:
-            await asyncio.wait_for(asyncio.shield(confirmed), SUBSCRIBE_TIMEOUT)
-        except TimeoutError:  # the page still catches up from any later frame's gap
+            async with asyncio.timeout(SUBSCRIBE_TIMEOUT):
+                await self._ensure_reader()
+                await self._pubsub.subscribe(channel)
+                await asyncio.shield(confirmed)
+        except TimeoutError:
             logger.warning("Redis did not confirm the subscription to %s in time", channel)
         finally:
             self._confirmed.pop(channel, None)
@@ -146,9 +157,15 @@ class RedisRelay(LocalRelay):
             self._reader = asyncio.create_task(self._read_forever(), name="relay-reader")
 
     async def publish(self, frames: list[tuple[int, RelayFrame]]) -> None:
+        """Deliver here, then publish to the other processes; raises TimeoutError when Redis
+        does not answer within PUBLISH_TIMEOUT (the caller logs it and goes on)."""
         self._deliver_here(frames)
         head = self.origin
-        async with self._publishing, self.redis.pipeline(transaction=False) as pipe:
+        async with (
+            self._publishing,
+            asyncio.timeout(PUBLISH_TIMEOUT),  # counted once the lock is ours
+            self.redis.pipeline(transaction=False) as pipe,
+        ):
             for chat_id, f in frames:
                 message = f"{head}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
                 pipe.publish(self.channel(chat_id), message.encode())

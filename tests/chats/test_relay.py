@@ -200,6 +200,35 @@ async def test_a_broken_subscription_is_reported_and_frames_flow_again(user, cha
         await elsewhere.close()
 
 
+async def test_a_redis_that_stops_answering_holds_up_neither_pages_nor_publishes(chat, monkeypatch):
+    """Redis accepts connections and never replies: a page joins after SUBSCRIBE_TIMEOUT, gets
+    the frames published here at once, and a publish gives up after PUBLISH_TIMEOUT, so the
+    flusher and the finishes go on."""
+    from chats import relay as relay_module
+
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):
+            pass  # a stalled server: reads every command, answers none
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setattr(relay_module, "SUBSCRIBE_TIMEOUT", 0.5)
+    monkeypatch.setattr(relay_module, "PUBLISH_TIMEOUT", 0.5)
+    stalled = RedisRelay(f"redis://127.0.0.1:{port}/0", "stalled:")
+    page = Page()
+    text = json.dumps({"type": "turn.events", "turn_id": 1, "events": [{"seq": 1}]})
+    try:
+        started = time.monotonic()
+        await stalled.join(chat.pk, page)
+        with pytest.raises(TimeoutError):
+            await stalled.publish([(chat.pk, RelayFrame("turn.events", 1, text, 1, 1))])
+        assert time.monotonic() - started < 3
+        assert [f["events"][0]["seq"] for f in page.frames] == [1]
+    finally:
+        await stalled.close()
+        server.close()
+
+
 class SlowPage:
     """A page on a real socket that reads only when told to, with a tiny receive buffer: while
     it does not read, the server's writes back up as they would behind a slow link."""
