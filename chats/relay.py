@@ -14,8 +14,11 @@ Nothing is dropped silently. The event log is written before anything is publish
 that may have missed a frame (its socket fell behind, or this process's subscription broke) is
 told, through `Subscriber.missed`, and catches up from the log (`ChatConsumer`).
 
-A Redis that stops answering costs a publish PUBLISH_TIMEOUT and a page's join SUBSCRIBE_TIMEOUT,
-not the process: pages here have their frames before Redis is asked.
+A Redis that stops answering holds up nothing here: pages in this process get their frames at
+once and one task sends them on to Redis. Frames Redis did not take (it timed out or refused, or
+too many waited) are dropped for the other processes, and once Redis answers again their pages of
+those chats are told to catch up. A page's join waits at most SUBSCRIBE_TIMEOUT; a subscription
+that did not happen is made again, and its pages told to catch up, when Redis answers.
 
 The channel layer still carries what is rare and must reach one run or one user wherever it
 lives: stop requests and logouts (`protocol.publish`).
@@ -38,9 +41,9 @@ logger = logging.getLogger(__name__)
 
 RECONNECT_DELAY = 0.5  # seconds between attempts to re-subscribe after Redis went away
 SUBSCRIBE_TIMEOUT = 5.0
-# Seconds a publish may wait for Redis: one that stops answering must not hold up the event log's
-# flusher or a batch of finishing turns for good. Pages here have their frames already.
-PUBLISH_TIMEOUT = 5.0
+PUBLISH_TIMEOUT = 5.0  # seconds Redis has to take one pipeline of frames
+MAX_WAITING_FRAMES = 10_000  # frames waiting for Redis; past that, their chats catch up instead
+MISSED = "missed"  # the kind of a message that tells other processes' pages to catch up
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +103,9 @@ class RedisRelay(LocalRelay):
     """Many processes: pages here get frames from memory, other processes through Redis pub/sub.
 
     A message is `origin|kind|turn_id|first_seq|last_seq|text`; a process skips its own (it
-    delivered them already). Frames of one chat come from the one process running its turn,
-    in order, over one connection, so Redis keeps their order.
+    delivered them already). Frames of one chat come from the one process running its turn, in
+    order, through one task and one connection, so Redis keeps their order. A message of kind
+    MISSED tells the chat's pages in other processes to catch up from the log.
     """
 
     def __init__(self, url: str, prefix: str) -> None:
@@ -114,7 +118,11 @@ class RedisRelay(LocalRelay):
         self._pubsub = self.redis.pubsub()
         self._reader: asyncio.Task | None = None
         self._confirmed: dict[bytes, asyncio.Future] = {}
-        self._publishing = asyncio.Lock()  # one pipeline at a time keeps frames in order
+        self._waiting: list[tuple[int, RelayFrame]] = []  # for Redis, in publishing order
+        self._unsent: set[int] = set()  # chats whose frames other processes may have missed
+        self._frames_waiting = asyncio.Event()
+        self._publisher: asyncio.Task | None = None
+        self._closing = False
         self._home = f"{prefix}process.{self.origin}".encode()  # keeps the reader subscribed
 
     def channel(self, chat_id: int) -> bytes:
@@ -137,8 +145,8 @@ class RedisRelay(LocalRelay):
     async def _subscribe(self, channel: bytes) -> None:
         """Subscribe and wait until Redis says so: a page reads the log only after that.
 
-        At most SUBSCRIBE_TIMEOUT in all, so that a Redis that stops answering cannot keep a
-        page from opening; the page still catches up from any later frame's gap.
+        At most SUBSCRIBE_TIMEOUT: then the reader starts over, subscribing every chat with
+        pages here once Redis answers and telling those pages to catch up from the log.
         """
         confirmed = self._confirmed.setdefault(channel, asyncio.get_running_loop().create_future())
         try:
@@ -147,31 +155,76 @@ class RedisRelay(LocalRelay):
                 await self._pubsub.subscribe(channel)
                 await asyncio.shield(confirmed)
         except TimeoutError:
-            logger.warning("Redis did not confirm the subscription to %s in time", channel)
+            logger.warning("Redis did not subscribe this process to %s in time", channel)
+            self._start_reader(recover=True)
         finally:
             self._confirmed.pop(channel, None)
 
     async def _ensure_reader(self) -> None:
         if self._reader is None or self._reader.done():
             await self._pubsub.subscribe(self._home)
-            self._reader = asyncio.create_task(self._read_forever(), name="relay-reader")
+            self._start_reader()
+
+    def _start_reader(self, *, recover: bool = False) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        self._reader = asyncio.create_task(self._read_forever(recover), name="relay-reader")
 
     async def publish(self, frames: list[tuple[int, RelayFrame]]) -> None:
-        """Deliver here, then publish to the other processes; raises TimeoutError when Redis
-        does not answer within PUBLISH_TIMEOUT (the caller logs it and goes on)."""
+        """Deliver here at once; the publisher task sends the frames on to Redis, in order."""
         self._deliver_here(frames)
+        if len(self._waiting) + len(frames) > MAX_WAITING_FRAMES:  # Redis is not keeping up
+            if not self._unsent:
+                logger.warning("Redis is not taking frames; other processes' pages will catch up")
+            self._unsent.update(chat_id for chat_id, _ in (*self._waiting, *frames))
+            self._waiting = []
+        else:
+            self._waiting.extend(frames)
+        if self._publisher is None or self._publisher.done():
+            self._publisher = asyncio.create_task(self._publish_forever(), name="relay-publisher")
+        self._frames_waiting.set()
+
+    async def _publish_forever(self) -> None:
+        """Send what is waiting in one pipeline at a time; on a failure, drop it, remember its
+        chats, and tell their pages to catch up with the next pipeline Redis takes."""
+        while not (self._closing and not self._waiting):
+            await self._frames_waiting.wait()
+            self._frames_waiting.clear()
+            while self._waiting or self._unsent:
+                frames, self._waiting = self._waiting, []
+                unsent = set(self._unsent)
+                try:
+                    await self._send(frames, unsent)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    if not self._unsent:
+                        logger.warning("Redis did not take frames; retrying", exc_info=True)
+                    self._unsent.update(unsent, (chat_id for chat_id, _ in frames))
+                    if self._closing:
+                        return
+                    await asyncio.sleep(RECONNECT_DELAY)
+                    continue
+                if unsent:
+                    logger.info("Redis takes frames again: %d chats told to catch up", len(unsent))
+                self._unsent -= unsent
+
+    async def _send(self, frames: list[tuple[int, RelayFrame]], unsent: set[int]) -> None:
         head = self.origin
         async with (
-            self._publishing,
-            asyncio.timeout(PUBLISH_TIMEOUT),  # counted once the lock is ours
+            asyncio.timeout(PUBLISH_TIMEOUT),
             self.redis.pipeline(transaction=False) as pipe,
         ):
+            for chat_id in unsent:
+                pipe.publish(self.channel(chat_id), f"{head}|{MISSED}|0|0|0|".encode())
             for chat_id, f in frames:
                 message = f"{head}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
                 pipe.publish(self.channel(chat_id), message.encode())
             await pipe.execute()
 
-    async def _read_forever(self) -> None:
+    async def _read_forever(self, recover: bool = False) -> None:
+        if recover:
+            await self._resubscribe()
         while True:
             try:
                 message = await self._pubsub.get_message(timeout=None)
@@ -197,6 +250,10 @@ class RedisRelay(LocalRelay):
         if origin == self.origin:
             return
         chat_id = int(channel.decode().rsplit(".", 1)[1])
+        if frame_kind == MISSED:
+            for subscriber in tuple(self.subscribers.get(chat_id, ())):
+                subscriber.missed()
+            return
         frame = RelayFrame(frame_kind, int(turn_id), text, int(first), int(last))
         self._deliver_here([(chat_id, frame)])
 
@@ -229,6 +286,12 @@ class RedisRelay(LocalRelay):
                 subscriber.missed()
 
     async def close(self) -> None:
+        if self._publisher is not None:  # what is waiting gets one try, PUBLISH_TIMEOUT at most
+            self._closing = True
+            self._frames_waiting.set()
+            await asyncio.wait([self._publisher], timeout=PUBLISH_TIMEOUT)
+            self._publisher.cancel()
+            await asyncio.gather(self._publisher, return_exceptions=True)
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
