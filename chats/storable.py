@@ -32,7 +32,7 @@ class UnstorableValue(ValueError):
 
 def storable_text(text: str) -> tuple[str, bool]:
     """Return `text` with NUL and lone surrogates replaced by U+FFFD, and whether any were."""
-    if text.isascii() and "\x00" not in text:  # the common case, checked in C
+    if _is_plain(text):
         return text, False
     if _UNSTORABLE_CHARS.search(text) is None:
         return text, False
@@ -129,9 +129,13 @@ def _only_plain_text(data: dict[str, Any]) -> bool:
     against 0.5 for an ANSWER delta); a value that is not text sends the event to the walk.
     """
     try:
-        text = "".join(chain.from_iterable(data.items()))
+        return _is_plain("".join(chain.from_iterable(data.items())))
     except TypeError:
         return False
+
+
+def _is_plain(text: str) -> bool:
+    """ASCII without NUL: what every backend stores as it is (the common case, checked in C)."""
     return text.isascii() and "\x00" not in text
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from channels.db import database_sync_to_async
@@ -18,6 +17,7 @@ from chats.lifespan import lifespan_app
 from chats.models import Chat, ChatSearchDocument, Turn, TurnEvent
 from demo_agent.scripted import Reply, answer_stream
 from tests.chats.refusals import refusals_fixture
+from tests.processes import python_output
 from tests.servers import serve_asgi
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -189,19 +189,7 @@ print(*asyncio.run(frozen_after_each_start()))
 def test_the_start_up_heap_is_frozen_once():
     """A served process moves start-up's objects out of full collections' way, once: a test
     session (many servers in one process) must not freeze its tests' objects again and again."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-c", FREEZE_SCRIPT],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    before, counts = done.stdout.split(" ", 1)
+    before, counts = python_output(FREEZE_SCRIPT).split(" ", 1)
     first, second = json.loads(counts)
     assert int(before) == 0 and first > 1000 and second <= first
 

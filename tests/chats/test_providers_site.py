@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from channels.db import database_sync_to_async
@@ -18,12 +15,12 @@ from chats.services import chat_create
 from citations.render import render_markdown
 from citations.selectors import cited_answer_for_turn
 from demo_agent.scripted import Reply, ScriptedAgent
+from tests.processes import python_output
 from tests.servers import serve_asgi
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 KEY = "sk-test-not-a-secret-ZZZZ"
-ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = {
     "gemini": "gemini.sse",
     "xai": "xai.sse",
@@ -142,16 +139,7 @@ def test_listing_the_agents_imports_no_sdk():
     keys = ("GEMINI_API_KEY", "OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
     env.update({name: KEY for name in keys}, LLMSDK_AGENT_URL="http://127.0.0.1:9/agent")
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    assert done.stdout.strip() == "[]"
+    assert python_output(script, env).strip() == "[]"
 
 
 def test_the_new_chat_form_offers_the_agents_and_keeps_the_choice(client, user, settings):

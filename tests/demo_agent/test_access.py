@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from http import HTTPStatus
 
 import httpx
 import pytest
 
 from chats.agent.sse import parse_sse_text
+from tests.processes import python_output
 from tests.servers import serve_asgi
 
 QUESTION = {"message": "How did NVIDIA do?", "research_effort": "lite"}
@@ -40,10 +39,7 @@ def token_in_a_new_process(secret_key: str) -> str:
     code = "from django.conf import settings; print(settings.DEMO_AGENT_TOKEN)"
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "researchsite.settings"}
     env["SECRET_KEY"] = secret_key
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    return result.stdout.strip()
+    return python_output(code, env).strip()
 
 
 def test_every_process_with_the_same_secret_key_has_the_same_token():
