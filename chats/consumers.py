@@ -26,6 +26,7 @@ from django.conf import settings
 
 from . import protocol
 from .asks import ask_start
+from .models import Chat
 from .protocol import Ask, CardKind, ErrorCode, EventView, FrameError, Stop, Sync
 from .relay import RelayFrame, get_relay
 from .runner import request_stop, turn_card_frames
@@ -42,6 +43,18 @@ CLOSE_TOO_MANY = 4429
 REPLAY_CHUNK = 1000
 CATCH_UP = "catch-up"  # an outbox item: frames may have been lost; catch up from the log
 DROPPABLE = frozenset({"turn.events", "turn.notice"})  # what a page that falls behind loses
+
+
+def _open_page(user: Any, chat_id: int, channel_name: str) -> Chat | ErrorCode:
+    """The chat a page opens, with its socket counted, or why it may not (NOT_FOUND, or
+    TOO_MANY_SOCKETS at the user's limit). Database thread: one trip for both checks."""
+    chat = chat_find_for_user(user=user, chat_id=chat_id)
+    if chat is None:
+        return ErrorCode.NOT_FOUND
+    limit = settings.WS_MAX_SOCKETS_PER_USER
+    if not socket_open(user_id=user.pk, channel_name=channel_name, limit=limit):
+        return ErrorCode.TOO_MANY_SOCKETS
+    return chat
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -69,16 +82,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 CLOSE_UNAUTHENTICATED,
             )
             return
-        chat = await database_sync_to_async(chat_find_for_user)(user=user, chat_id=chat_id)
-        if chat is None:
-            await self.refuse(ErrorCode.NOT_FOUND, "This chat is not available.", CLOSE_NOT_FOUND)
+        chat = await database_sync_to_async(_open_page)(user, chat_id, self.channel_name)
+        if chat is ErrorCode.NOT_FOUND:
+            await self.refuse(chat, "This chat is not available.", CLOSE_NOT_FOUND)
             return
-        limit = settings.WS_MAX_SOCKETS_PER_USER
-        if not await database_sync_to_async(socket_open)(
-            user_id=user.pk, channel_name=self.channel_name, limit=limit
-        ):
+        if chat is ErrorCode.TOO_MANY_SOCKETS:
+            limit = settings.WS_MAX_SOCKETS_PER_USER
             await self.refuse(
-                ErrorCode.TOO_MANY_SOCKETS,
+                chat,
                 f"You have {limit} chat pages open already. Close one, then reload this page.",
                 CLOSE_TOO_MANY,
             )

@@ -22,7 +22,10 @@ def chat_get_for_user(*, user, chat_id: int) -> Chat:
 def chat_find_for_user(*, user, chat_id: int) -> Chat | None:
     if not user.is_authenticated:
         return None
-    return Chat.objects.for_user(user).filter(pk=chat_id).first()
+    try:
+        return Chat.objects.for_user(user).get(pk=chat_id)
+    except Chat.DoesNotExist:
+        return None
 
 
 @dataclass(frozen=True)

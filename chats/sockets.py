@@ -43,16 +43,15 @@ def socket_open(*, user_id: int, channel_name: str, limit: int) -> bool:
         # The user's row serialises their connects across processes: two at once cannot both
         # see room for one more.
         list(get_user_model().objects.select_for_update().filter(pk=user_id).values("pk"))
-        live = OpenSocket.objects.filter(user_id=user_id, lease_expires_at__gt=now)
-        if live.count() >= limit:
+        sockets = OpenSocket.objects.filter(user_id=user_id)
+        sockets.filter(lease_expires_at__lte=now).delete()  # rows of a process that died
+        if sockets.count() >= limit:
             return False
-        OpenSocket.objects.filter(user_id=user_id, lease_expires_at__lte=now).delete()
-        OpenSocket.objects.update_or_create(
+        # A channel name is new with each socket, so there is no row of it to update.
+        OpenSocket.objects.create(
+            user_id=user_id,
             channel_name=channel_name,
-            defaults={
-                "user_id": user_id,
-                "lease_expires_at": now + timedelta(seconds=SOCKET_LEASE_SECONDS),
-            },
+            lease_expires_at=now + timedelta(seconds=SOCKET_LEASE_SECONDS),
         )
     return True
 
