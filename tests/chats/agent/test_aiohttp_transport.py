@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from chats.agent.aiohttp_transport import aiter_text
+from chats.agent.aiohttp_transport import aiter_text, environment_proxies
 from chats.agent.client import http_transport
 from tests.servers import free_port
 
@@ -221,3 +221,40 @@ async def test_nothing_listening_is_a_connect_error(name):
     with pytest.raises(httpx.TransportError) as caught:
         await read_body(f"http://127.0.0.1:{free_port()}/stream", TRANSPORTS[name]())
     assert type(caught.value) is httpx.ConnectError
+
+
+@pytest.fixture
+def proxy_environment(monkeypatch):
+    """Set proxy variables for one test: the transport reads them once per process."""
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    environment_proxies.cache_clear()
+    yield monkeypatch.setenv
+    environment_proxies.cache_clear()  # the next request reads the environment as it is again
+
+
+async def test_http_proxy_from_the_environment_carries_the_request(proxy_environment):
+    request_lines = []
+
+    async def forward_proxy(reader, writer) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        request_lines.append(head.split(b"\r\n", 1)[0])
+        writer.write(HEADERS + chunk(EVENT) + b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    proxy = await asyncio.start_server(forward_proxy, "127.0.0.1", 0)
+    proxy_environment("HTTP_PROXY", f"http://127.0.0.1:{proxy.sockets[0].getsockname()[1]}")
+    async with proxy:
+        body = await read_body("http://agent.example/v1/stream", http_transport(), as_read)
+    assert b"".join(body) == EVENT
+    assert request_lines == [b"POST http://agent.example/v1/stream HTTP/1.1"]
+
+
+async def test_no_proxy_hosts_are_reached_directly(proxy_environment):
+    proxy_environment("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    proxy_environment("NO_PROXY", "127.0.0.1")
+    async with raw_server(answer_in_full) as url:
+        body = await read_body(url, http_transport(), as_read)
+    assert b"".join(body) == EVENT * 2
