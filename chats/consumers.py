@@ -67,6 +67,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.newest_turn_id = 0  # the newest turn the page is known to show
         self.frame_rate = FrameRate(settings.WS_MAX_FRAMES_PER_SECOND)
         self.outbox: deque[RelayFrame | Sync | str] = deque()
+        self.max_queued_frames = settings.WS_MAX_QUEUED_FRAMES  # read once, not once a frame
         self.outbox_ready = asyncio.Event()
         self.writer: asyncio.Task | None = None
         self.relay = None
@@ -233,7 +234,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     def deliver(self, frame: RelayFrame) -> None:
         """A frame of this chat, from the relay (relay.Subscriber)."""
-        if len(self.outbox) >= settings.WS_MAX_QUEUED_FRAMES:
+        if len(self.outbox) >= self.max_queued_frames:
             self._fall_behind()
         self._queue(frame)
 
