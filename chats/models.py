@@ -154,9 +154,7 @@ class TurnEvent(models.Model):
 
     # No index of its own: the unique (turn, seq) index serves every lookup by turn, and one
     # index fewer is one B-tree write fewer for each of the thousands of events a second.
-    turn = models.ForeignKey(
-        Turn, on_delete=models.CASCADE, related_name="events", db_index=False
-    )
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     data = models.JSONField(help_text="The event as received: the envelope's message or delta.")
