@@ -124,6 +124,7 @@ class RedisRelay(LocalRelay):
         self._publisher: asyncio.Task | None = None
         self._closing = False
         self._home = f"{prefix}process.{self.origin}".encode()  # keeps the reader subscribed
+        self._own = f"{self.origin}|".encode()  # how this process's frames begin
 
     def channel(self, chat_id: int) -> bytes:
         return f"{self.prefix}chat.{chat_id}".encode()
@@ -246,9 +247,10 @@ class RedisRelay(LocalRelay):
             return
         if kind not in (b"message", "message") or channel == self._home:
             return
-        origin, frame_kind, turn_id, first, last, text = message["data"].decode().split("|", 5)
-        if origin == self.origin:
-            return
+        data = message["data"]
+        if data.startswith(self._own):
+            return  # Redis sends this process's frames back too: its pages have them already
+        _, frame_kind, turn_id, first, last, text = data.decode().split("|", 5)
         chat_id = int(channel.decode().rsplit(".", 1)[1])
         if frame_kind == MISSED:
             for subscriber in tuple(self.subscribers.get(chat_id, ())):
