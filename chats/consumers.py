@@ -57,6 +57,17 @@ def _open_page(user: Any, chat_id: int, channel_name: str) -> Chat | ErrorCode:
     return chat
 
 
+def _refusal(code: ErrorCode) -> tuple[str, int]:
+    """What a page that may not open is told (_open_page's refusals), and its close code."""
+    if code is ErrorCode.TOO_MANY_SOCKETS:
+        limit = settings.WS_MAX_SOCKETS_PER_USER
+        return (
+            f"You have {limit} chat pages open already. Close one, then reload this page.",
+            CLOSE_TOO_MANY,
+        )
+    return "This chat is not available.", CLOSE_NOT_FOUND
+
+
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.chat = None
@@ -84,16 +95,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         chat = await database_sync_to_async(_open_page)(user, chat_id, self.channel_name)
-        if chat is ErrorCode.NOT_FOUND:
-            await self.refuse(chat, "This chat is not available.", CLOSE_NOT_FOUND)
-            return
-        if chat is ErrorCode.TOO_MANY_SOCKETS:
-            limit = settings.WS_MAX_SOCKETS_PER_USER
-            await self.refuse(
-                chat,
-                f"You have {limit} chat pages open already. Close one, then reload this page.",
-                CLOSE_TOO_MANY,
-            )
+        if not isinstance(chat, Chat):
+            await self.refuse(chat, *_refusal(chat))
             return
         self.counted = True
         get_socket_leases().hold(self.channel_name)

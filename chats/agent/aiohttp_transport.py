@@ -102,7 +102,8 @@ def environment_proxies() -> dict[str, str]:
 
 
 def _environment_proxy(url: httpx.URL) -> str | None:
-    """HTTP(S)_PROXY unless NO_PROXY covers the host, as httpx reads them."""
+    """HTTP(S)_PROXY unless NO_PROXY covers the host, by urllib's rules (unlike httpx's own
+    transport, ALL_PROXY is not used)."""
     proxies = environment_proxies()
     if not proxies or urllib.request.proxy_bypass_environment(url.host, proxies):
         return None
