@@ -7,8 +7,9 @@ it does as little per frame as it can.
   pages; pages forward the text as it is.
 - Pages in the publishing process get the frame straight from memory: no channel layer, no copy.
 - With Redis, each frame is also PUBLISHed once to the chat's pub/sub channel, and every tick's
-  frames go in one pipeline: one round trip per tick, not one per message (channels_redis's core
-  layer reads one message per round trip). Each process subscribes to the chats its pages show.
+  frames go in one command (a Lua script of PUBLISHes, `PUBLISH_ALL`): one round trip per tick,
+  not one per message (channels_redis's core layer reads one message per round trip). Each
+  process subscribes to the chats its pages show.
 
 Nothing is dropped silently. The event log is written before anything is published, so a page
 that may have missed a frame (its socket fell behind, or this process's subscription broke) is
@@ -41,9 +42,14 @@ logger = logging.getLogger(__name__)
 
 RECONNECT_DELAY = 0.5  # seconds between attempts to re-subscribe after Redis went away
 SUBSCRIBE_TIMEOUT = 5.0
-PUBLISH_TIMEOUT = 5.0  # seconds Redis has to take one pipeline of frames
+PUBLISH_TIMEOUT = 5.0  # seconds Redis has to take one tick's frames
 MAX_WAITING_FRAMES = 10_000  # frames waiting for Redis; past that, their chats catch up instead
 MISSED = "missed"  # the kind of a message that tells other processes' pages to catch up
+# One command publishes a tick's frames, however many: as a pipeline of PUBLISHes, packing each
+# command and parsing each reply in redis-py was a tenth of a worker's time under 200 chats
+# (docs/PERFORMANCE.md, "Wave 3, sixth session"). ARGV holds channel, message, channel, ...
+# Scripting is a Redis the site needs anyway: channels_redis's group sends are Lua scripts too.
+PUBLISH_ALL = "for i = 1, #ARGV, 2 do redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +122,7 @@ class RedisRelay(LocalRelay):
         self.prefix = prefix
         self.origin = uuid.uuid4().hex[:12] + f"-{os.getpid()}"
         self._pubsub = self.redis.pubsub()
+        self._publish_all = self.redis.register_script(PUBLISH_ALL)
         self._reader: asyncio.Task | None = None
         self._confirmed: dict[bytes, asyncio.Future] = {}
         self._waiting: list[tuple[int, RelayFrame]] = []  # for Redis, in publishing order
@@ -186,8 +193,8 @@ class RedisRelay(LocalRelay):
         self._frames_waiting.set()
 
     async def _publish_forever(self) -> None:
-        """Send what is waiting in one pipeline at a time; on a failure, drop it, remember its
-        chats, and tell their pages to catch up with the next pipeline Redis takes."""
+        """Send what is waiting in one command at a time; on a failure, drop it, remember its
+        chats, and tell their pages to catch up with the next command Redis takes."""
         while not (self._closing and not self._waiting):
             await self._frames_waiting.wait()
             self._frames_waiting.clear()
@@ -212,16 +219,14 @@ class RedisRelay(LocalRelay):
 
     async def _send(self, frames: list[tuple[int, RelayFrame]], unsent: set[int]) -> None:
         head = self.origin
-        async with (
-            asyncio.timeout(PUBLISH_TIMEOUT),
-            self.redis.pipeline(transaction=False) as pipe,
-        ):
-            for chat_id in unsent:
-                pipe.publish(self.channel(chat_id), f"{head}|{MISSED}|0|0|0|".encode())
-            for chat_id, f in frames:
-                message = f"{head}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
-                pipe.publish(self.channel(chat_id), message.encode())
-            await pipe.execute()
+        args: list[bytes] = []
+        for chat_id in unsent:
+            args += (self.channel(chat_id), f"{head}|{MISSED}|0|0|0|".encode())
+        for chat_id, f in frames:
+            message = f"{head}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
+            args += (self.channel(chat_id), message.encode())
+        async with asyncio.timeout(PUBLISH_TIMEOUT):
+            await self._publish_all(args=args)
 
     async def _read_forever(self, recover: bool = False) -> None:
         if recover:
