@@ -48,7 +48,7 @@ MISSED = "missed"  # the kind of a message that tells other processes' pages to 
 # One command publishes a tick's frames, however many: as a pipeline of PUBLISHes, packing each
 # command and parsing each reply in redis-py was a tenth of a worker's time under 200 chats
 # (docs/PERFORMANCE.md, "Wave 3, sixth session"). ARGV holds channel, message, channel, ...
-# Scripting is a Redis the site needs anyway: channels_redis's group sends are Lua scripts too.
+# The site's Redis runs scripts already: channels_redis's group sends are Lua scripts too.
 PUBLISH_ALL = "for i = 1, #ARGV, 2 do redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end"
 
 

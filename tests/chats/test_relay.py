@@ -200,6 +200,34 @@ async def test_a_broken_subscription_is_reported_and_frames_flow_again(user, cha
         await elsewhere.close()
 
 
+@on_redis
+async def test_frames_flow_after_redis_forgets_the_publishing_script(chat):
+    """A tick's frames go in one script call; a Redis that restarted has no scripts cached, and
+    the relay loads the script again rather than losing frames. Text with the message's own
+    separator and non-ASCII arrives as sent."""
+    here, elsewhere = get_relay(), RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
+    page = Page()
+
+    def frame(seq: int) -> RelayFrame:
+        events = [{"seq": seq, "content": f"a|b €{seq}"}]
+        text = json.dumps({"type": "turn.events", "turn_id": 1, "events": events})
+        return RelayFrame("turn.events", 1, text, seq, seq)
+
+    try:
+        await elsewhere.join(chat.pk, page)
+        await here.publish([(chat.pk, frame(1)), (chat.pk, frame(2))])
+        await wait_until(lambda: len(page.frames) == 2)
+        await here.redis.script_flush()
+        await here.publish([(chat.pk, frame(3))])
+        await wait_until(lambda: len(page.frames) == 3)
+        assert [f["events"][0] for f in page.frames] == [
+            {"seq": seq, "content": f"a|b €{seq}"} for seq in (1, 2, 3)
+        ]
+        assert page.missed_count == 0
+    finally:
+        await elsewhere.close()
+
+
 async def test_a_redis_that_never_answers_holds_up_neither_pages_nor_publishes(chat, monkeypatch):
     """Redis accepts connections and never replies: a page joins after SUBSCRIBE_TIMEOUT, a
     publish returns at once with its frames delivered here, and closing takes PUBLISH_TIMEOUT."""
