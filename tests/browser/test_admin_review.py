@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from chats.agent.sse import parse_sse_text
@@ -21,7 +23,13 @@ def answered_turn(analyst, stream_fixtures_dir):
     """A turn finished by the real pipeline from a captured stream."""
     events, _ = parse_sse_text((stream_fixtures_dir / "lifecycle.sse").read_text())
     chat = Chat.objects.create(owner=analyst, title="NVIDIA earnings")
-    turn = Turn.objects.create(chat=chat, question="How did NVIDIA do in Q2 FY26?")
+    # Leased, as a running turn is: the live site's heartbeat sweeps streaming turns without one
+    # as orphans, and it may run between these two lines.
+    turn = Turn.objects.create(
+        chat=chat,
+        question="How did NVIDIA do in Q2 FY26?",
+        lease_expires_at=timezone.now() + timedelta(minutes=5),
+    )
     return turn_finish(
         turn_id=turn.pk, transcript=Transcript.from_events(events), status="complete"
     )
