@@ -210,8 +210,8 @@ async def test_frames_flow_after_redis_forgets_the_publishing_script(chat):
 
     def frame(seq: int) -> RelayFrame:
         events = [{"seq": seq, "content": f"a|b €{seq}"}]
-        text = json.dumps({"type": "turn.events", "turn_id": 1, "events": events})
-        return RelayFrame("turn.events", 1, text, seq, seq)
+        data = {"type": "turn.events", "turn_id": 1, "events": events}
+        return RelayFrame("turn.events", 1, json.dumps(data, ensure_ascii=False), seq, seq)
 
     try:
         await elsewhere.join(chat.pk, page)
