@@ -410,7 +410,13 @@ class Site:
         ]
 
     def command_line(self) -> str:
-        shown = {"DATABASE_URL", "RESEARCH_AGENT_URL", "EVENT_FLUSH_INTERVAL", "REDIS_URL"}
+        shown = {
+            "DATABASE_URL",
+            "RESEARCH_AGENT_URL",
+            "EVENT_FLUSH_INTERVAL",
+            "REDIS_URL",
+            "RELAY_PREFIX",
+        }
         env = " ".join(f"{k}={v}" for k, v in sorted(self.env.items()) if k in shown and v)
         return f"{env} {' '.join(self.command())}".replace(str(ROOT) + "/", "")
 

@@ -54,6 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _site as bench
 
 REDIS_URL = "redis://127.0.0.1:6379/14"  # the bench's own Redis database, flushed per server
+# Pub/sub channels are the whole server's, not a database's: a prefix of its own keeps the bench's
+# frames from the pages of a test run or a site on the same Redis.
+RELAY_PREFIX = "researchsite-bench:"
 DELIVERED_GOAL = 0.95  # of the offered events/s
 P99_GOAL_MS = 250
 FIRST_EVENT_GOAL_MS = 1000
@@ -268,7 +271,7 @@ async def services(upstream: bench.Upstream, args, findings: Findings) -> None:
                 database,
                 chats=chats + warm + 5,
                 workers=workers,
-                extra_env={"REDIS_URL": REDIS_URL},
+                extra_env={"REDIS_URL": REDIS_URL, "RELAY_PREFIX": RELAY_PREFIX},
             ) as site:
                 print(f"    {site.command_line()}")
                 await bench.one_long_turn(site, 200)
