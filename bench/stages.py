@@ -371,12 +371,15 @@ async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
 
 def open_page(chat_id: int, sent: list[str]) -> Any:
     """A `ChatConsumer` as `connect` leaves it, its ASGI `send` keeping the text it is given."""
+    from django.conf import settings
+
     from chats.consumers import ChatConsumer
 
     page = ChatConsumer.__new__(ChatConsumer)  # no scope, session or database: only the writer
     page.chat = object()
     page.cursors, page.announced = {}, set()
     page.outbox, page.outbox_ready = deque(), asyncio.Event()
+    page.max_queued_frames = settings.WS_MAX_QUEUED_FRAMES
     page.joined_chat_id = chat_id
 
     async def base_send(message: dict[str, Any]) -> None:
@@ -589,11 +592,11 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "aiohttp under httpx + httpx_sse: socket, HTTP body, UTF-8 text (paced, 1 event/read)",
+    "read": "aiohttp, opened through httpx + httpx_sse: socket, HTTP body, UTF-8 text (paced)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
-    "write": "_write_now: COPY (PostgreSQL) or executemany (SQLite) + commit per 300-event tick",
+    "write": "_write_now: COPY (PostgreSQL) or one json_each INSERT (SQLite) + commit per tick",
     "view+encode": "_publish: group by turn, event_view, turn_events, encode (compact_json)",
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",
