@@ -216,10 +216,16 @@ def event_from_fields(
     """Return the event whose fields (all but `chat_id`) are in `data`, a dict with a string
     `type`; the conversation id and the wire text are given, not read from it."""
     kind = data["type"]
+    if kind == "ANSWER":  # most of every stream, so tested first
+        content = data.get("content")
+        return AnswerEvent(
+            content=content if isinstance(content, str) else "", chat_id=chat_id, raw=raw
+        )
     common = {"chat_id": chat_id, "raw": raw}
-    plan = data.get("plan") if isinstance(data.get("plan"), dict) else {}
     match kind:
         case "PLANNING":
+            plan = data.get("plan")
+            plan = plan if isinstance(plan, dict) else {}
             steps = [s for s in _list(plan.get("steps")) if isinstance(s, dict)]
             return PlanningEvent(
                 title=_text(plan.get("title")),
@@ -244,9 +250,6 @@ def event_from_fields(
         case "GROUNDING":
             items = [c for c in _list(data.get("citations")) if isinstance(c, dict)]
             return GroundingEvent(citations=tuple(Citation.from_data(c) for c in items), **common)
-        case "ANSWER":
-            content = data.get("content")
-            return AnswerEvent(content=content if isinstance(content, str) else "", **common)
         case "STRUCTURED_OUTPUT":
             return StructuredOutputEvent(content=data.get("content"), **common)
         case "CHART":

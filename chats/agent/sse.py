@@ -16,11 +16,34 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from .events import AgentEvent
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_LINE_CHARS = 1024 * 1024
+
+# orjson reads an integer past 64 bits as a float, so text with 19 digits in a row (the first
+# such integers have 19) goes to `json`. Found by mapping every digit to "0" and anything else
+# to " " in C: a third of what a regular expression's search costs.
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def json_document(text: str) -> Any:
+    """Parse one JSON document as the standard library does, ~4x faster for an event's line.
+
+    orjson reads what nearly every line is; what it refuses or could read differently (NaN,
+    1e999, lone surrogates, integers past 64 bits) goes to `json`, which keeps them for
+    `chats.storable` to judge. Raises ValueError (or RecursionError) for text that is not JSON.
+    """
+    if _LONG_NUMBER not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +85,15 @@ class LineSplitter:
         self._pending_cr = False
 
     def decode(self, chunk: str) -> list[str]:
+        if (
+            chunk.endswith("\n")
+            and not (self._buffer or self._skipping or self._pending_cr)
+            and len(chunk) <= self.max_line_chars
+            and "\r" not in chunk
+        ):  # whole lines, as a paced agent sends them: "data: {...}\n\n"
+            lines = chunk.split("\n")
+            lines.pop()  # the "" after the last LF
+            return lines
         if self._pending_cr and chunk.startswith("\n"):
             chunk = chunk[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
@@ -134,6 +166,11 @@ class EventParser:
 
     def feed(self, line: str) -> list[AgentEvent]:
         """Return the events a line completes (none for heartbeats, comments and other fields)."""
+        if line.startswith("data: {"):  # nearly every line: one JSON object
+            return self.feed_document(line[6:], event=self._event_name)
+        if not line:
+            self._event_name = ""
+            return []
         line = line.rstrip("\r\n")
         if not line or line.startswith(":"):
             if not line:
@@ -153,13 +190,13 @@ class EventParser:
     def feed_document(self, text: str, *, event: str = "") -> list[AgentEvent]:
         """Return the events of one JSON document (a `data:` value, or one JSON line)."""
         try:
-            document = json.loads(text)
+            document = json_document(text)
         except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
             return self._skip(text, "not JSON")
         events = self.adapter.feed(StreamMessage(event=event, document=document, text=text))
         if events is None:
             return self._skip(text, "not a message of this stream")
-        return list(events)
+        return events if type(events) is list else list(events)
 
     def close(self) -> list[AgentEvent]:
         return list(self.adapter.close())
@@ -196,10 +233,14 @@ class StreamReader:
         return self._lines(self.splitter.flush()) + self.parser.close()
 
     def _lines(self, lines: list[str]) -> list[AgentEvent]:
+        if not self.json_lines:
+            if len(lines) == 1:  # a paced stream: one line a read
+                return self.parser.feed(lines[0])
+            return [event for line in lines for event in self.parser.feed(line)]
         events: list[AgentEvent] = []
         for line in lines:
             stripped = line.strip()
-            if self.json_lines and stripped.startswith(("{", "[")):
+            if stripped.startswith(("{", "[")):
                 events.extend(self.parser.feed_document(stripped))
             else:
                 events.extend(self.parser.feed(line))

@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chats.agent.events import (
     KNOWN_TYPES,
@@ -12,7 +14,13 @@ from chats.agent.events import (
     GroundingEvent,
     UnknownEvent,
 )
-from chats.agent.sse import LineSplitter, StreamReader, aiter_events, parse_sse_text
+from chats.agent.sse import (
+    LineSplitter,
+    StreamReader,
+    aiter_events,
+    json_document,
+    parse_sse_text,
+)
 from chats.agent.transcript import Transcript
 
 CAPTURES = ["dedup", "error", "lifecycle", "tool_level", "workflow"]
@@ -203,3 +211,49 @@ def test_lf_and_crlf_bodies_split_alike_wherever_a_chunk_ends():
             splitter = LineSplitter(max_line_chars=20)
             lines = splitter.decode(body[:cut]) + splitter.decode(body[cut:]) + splitter.flush()
             assert (lines, splitter.oversized_lines) == (expected, 1), (body, cut)
+
+
+# What the standard library reads differently from orjson, or orjson refuses.
+UNUSUAL_JSON = [
+    '{"n": 12345678901234567890123}',  # past 64 bits: orjson would read a float
+    '{"n": -9223372036854775809}',
+    '{"n": 18446744073709551616}',
+    '{"n": 1e999, "m": -1E400}',  # infinities
+    '{"n": NaN, "m": Infinity}',
+    '{"text": "\\ud800 lone"}',  # a lone surrogate escape
+    '{"big": 1.7976931348623157e309}',
+    '{"a": 1, "a": 2}',
+]
+
+
+@pytest.mark.parametrize("text", UNUSUAL_JSON)
+def test_json_documents_read_as_the_standard_library_reads_them(text):
+    assert repr(json_document(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ['{"a": 1', "[1,]", '"\x01"', '{"a": 1}x', "\ufeff{}"])
+def test_text_that_is_not_json_is_refused(text):
+    with pytest.raises(ValueError):
+        json_document(text)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # unbounded: past 64 bits too
+    | st.floats()  # NaN and the infinities too
+    | st.text(),  # lone surrogates too
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+@settings(max_examples=300, deadline=None)
+def test_any_json_reads_as_the_standard_library_reads_it(value):
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+        try:
+            expected = repr(json.loads(text))
+        except ValueError:  # ensure_ascii=False with a lone surrogate: not UTF-8 text
+            continue
+        assert repr(json_document(text)) == expected
