@@ -9,6 +9,7 @@ import logging
 from channels.db import database_sync_to_async
 from django.db import connections
 
+from .agent.client import close_http_sessions
 from .agent.providers import preload_sdks
 from .asks import get_ask_batches
 from .event_log import get_event_log
@@ -50,6 +51,7 @@ async def shut_down() -> None:
         get_finish_batches().close,  # what the runs stored is announced
         get_event_log().close,
         get_search_index_queue().drain,
+        close_http_sessions,  # every run has ended: their connections are idle
         close_relay,
         database_sync_to_async(connections.close_all),  # the shared database thread's
     ]

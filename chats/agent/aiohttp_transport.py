@@ -14,6 +14,9 @@ Not the `httpx-aiohttp` package: it maps a refused connection, and a server that
 before answering, to `ConnectTimeout`, which would tell the analyst the agent was slow when it
 was down. Here every aiohttp failure becomes the httpx error httpx's own transport raises for
 it, so `providers.attempts.transport_failure` words it the same whichever transport ran.
+
+The transports of one event loop share one aiohttp session (`new_session`, made and closed by
+`chats.agent.client`): turns one after another reuse a connection rather than each opening one.
 """
 
 from __future__ import annotations
@@ -110,21 +113,39 @@ def _environment_proxy(url: httpx.URL) -> str | None:
     return proxies.get(url.scheme)
 
 
-class AiohttpTransport(httpx.AsyncBaseTransport):
-    """One aiohttp session per transport (per httpx client), opened on the first request."""
+# Under the shortest idle timeout common among servers (uvicorn's 5 s, which serves the demo
+# agent): a connection the server may be closing is never sent a request. Turns come seconds
+# apart under load, which is when reuse matters.
+KEEPALIVE_SECONDS = 4.0
 
-    def __init__(self, *, ssl_context: ssl.SSLContext) -> None:
-        self._ssl_context = ssl_context
-        self._session: aiohttp.ClientSession | None = None
+
+def new_session(ssl_context: ssl.SSLContext) -> aiohttp.ClientSession:
+    """A pool of connections to the agents, for one event loop; whoever makes it closes it.
+
+    Connections are kept alive between turns, so a turn reuses the one the last turn left
+    (no TCP connect, no TLS handshake). The pool holds no cookies and sets no limit of its own:
+    every turn's request is as it would be over a connection of its own. An idle connection is
+    closed after KEEPALIVE_SECONDS, before a server would close it under a request.
+    """
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(
+            ssl=ssl_context,
+            limit=0,  # no cap on how many turns stream at once (aiohttp's default is 100)
+            keepalive_timeout=KEEPALIVE_SECONDS,
+        ),
+        cookie_jar=aiohttp.DummyCookieJar(),  # one turn's cookies never reach another's request
+        auto_decompress=False,  # httpx decodes the body, by its Content-Encoding
+        trust_env=False,  # no ~/.netrc credentials (httpx sends none); proxies below
+    )
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """httpx requests over `session`'s connections; closing the transport leaves it open."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl_context),
-                cookie_jar=aiohttp.DummyCookieJar(),  # httpx's client keeps cookies, if any
-                auto_decompress=False,  # httpx decodes the body, by its Content-Encoding
-                trust_env=False,  # no ~/.netrc credentials (httpx sends none); proxies below
-            )
         timeout = request.extensions.get("timeout", {})
         body = await request.aread()
         headers = [
@@ -160,5 +181,4 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        """Nothing to close: the session outlives each httpx client (see `new_session`)."""

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import aconnect_sse
 
-from .aiohttp_transport import AiohttpTransport, aiter_text
+from ..per_loop import PerLoop
+from .aiohttp_transport import AiohttpTransport, aiter_text, new_session
 from .bigdata import BigdataAdapter
 from .events import AgentEvent
 from .providers.attempts import (
@@ -86,9 +87,21 @@ def ssl_context():
     return httpx.create_ssl_context()
 
 
+# This event loop's connections to the agents, shared by every turn it runs.
+_sessions = PerLoop(lambda: new_session(ssl_context()))
+
+
 def http_transport() -> httpx.AsyncBaseTransport:
-    """The transport of every streamed call (see aiohttp_transport for why not httpx's own)."""
-    return AiohttpTransport(ssl_context=ssl_context())
+    """The transport of every streamed call (see aiohttp_transport for why not httpx's own),
+    over this event loop's pool of connections."""
+    return AiohttpTransport(_sessions())
+
+
+async def close_http_sessions() -> None:
+    """Close this event loop's connections to the agents (the server's shutdown)."""
+    session = _sessions.pop()
+    if session is not None:
+        await session.close()
 
 
 def stream_timeout(*, connect: float, idle: float) -> httpx.Timeout:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from chats.agent.aiohttp_transport import aiter_text, environment_proxies
-from chats.agent.client import http_transport
+from chats.agent.client import close_http_sessions, http_transport
 from tests.servers import free_port
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -99,8 +99,10 @@ async def as_read(response: httpx.Response) -> list[bytes]:
 READERS = {"aiter_bytes": as_bytes, "aiter_text": as_text, "clients": as_read}
 
 
-async def read_body(url: str, transport: httpx.AsyncBaseTransport, reader=as_bytes) -> list[bytes]:
-    timeout = httpx.Timeout(connect=2.0, read=0.5, write=2.0, pool=2.0)
+async def read_body(
+    url: str, transport: httpx.AsyncBaseTransport, reader=as_bytes, read_timeout: float = 0.5
+) -> list[bytes]:
+    timeout = httpx.Timeout(connect=2.0, read=read_timeout, write=2.0, pool=2.0)
     async with (
         httpx.AsyncClient(timeout=timeout, transport=transport) as client,
         client.stream("POST", url, json={"message": "q"}) as response,
@@ -258,3 +260,122 @@ async def test_no_proxy_hosts_are_reached_directly(proxy_environment):
     async with raw_server(answer_in_full) as url:
         body = await read_body(url, http_transport(), as_read)
     assert b"".join(body) == EVENT * 2
+
+
+# --- The loop's pool of connections -----------------------------------------------------------
+
+
+class KeepAliveServer:
+    """Answers request after request on each connection, as an agent's server does; counts the
+    connections it was opened, and tells each request's handler its connection's number."""
+
+    def __init__(self, answer: Callable[[asyncio.StreamWriter, int], Awaitable[bool]]) -> None:
+        self.answer = answer  # returns False to stop serving that connection
+        self.connections = 0
+        self.closed_by_client: list[int] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        number = self.connections
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    self.closed_by_client.append(number)
+                    return
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                if not await self.answer(writer, number):
+                    return
+        finally:
+            writer.close()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        server = await asyncio.start_server(self.serve, "127.0.0.1", 0)
+        async with server:
+            yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/stream"
+
+
+async def answer_whole(writer: asyncio.StreamWriter, number: int) -> bool:
+    writer.write(HEADERS + chunk(EVENT) + b"0\r\n\r\n")
+    await writer.drain()
+    return True
+
+
+async def test_turns_one_after_another_share_one_connection():
+    """No connect (and no TLS handshake, against a real agent) for each turn."""
+    server = KeepAliveServer(answer_whole)
+    async with server.running() as url:
+        bodies = [b"".join(await read_body(url, http_transport(), as_read)) for _ in range(3)]
+    assert bodies == [EVENT] * 3
+    assert server.connections == 1
+
+
+async def test_a_body_left_unread_closes_its_connection():
+    """A stopped turn's connection is mid-body: it is closed, never handed to the next turn."""
+    released = asyncio.Event()
+
+    async def first_unfinished(writer: asyncio.StreamWriter, number: int) -> bool:
+        if number == 1:
+            writer.write(HEADERS + chunk(EVENT))  # and never the end of the body
+            await writer.drain()
+            await released.wait()
+            return True
+        return await answer_whole(writer, number)
+
+    server = KeepAliveServer(first_unfinished)
+    timeout = httpx.Timeout(connect=2.0, read=2.0, write=2.0, pool=2.0)
+    async with server.running() as url:
+        async with (
+            httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
+            client.stream("POST", url, json={"message": "q"}) as response,
+        ):
+            async for part in aiter_text(response):
+                assert part.encode() == EVENT
+                break  # the turn is stopped here
+        released.set()
+        assert b"".join(await read_body(url, http_transport(), as_read)) == EVENT
+        for _ in range(100):
+            if server.closed_by_client:
+                break
+            await asyncio.sleep(0.01)
+    assert server.connections == 2
+    assert server.closed_by_client == [1]
+
+
+async def test_the_pool_does_not_cap_how_many_turns_stream_at_once():
+    """aiohttp's pools allow 100 connections unless told otherwise; 120 turns stream here."""
+    streams = 120
+    all_open = asyncio.Event()
+
+    async def wait_for_all(writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(HEADERS + chunk(EVENT))
+        await writer.drain()
+        if number == streams:
+            all_open.set()
+        await all_open.wait()
+        writer.write(chunk(EVENT) + b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    server = KeepAliveServer(wait_for_all)
+    async with server.running() as url, asyncio.timeout(20):
+        bodies = await asyncio.gather(
+            *(read_body(url, http_transport(), as_read, read_timeout=10) for _ in range(streams))
+        )
+    assert [b"".join(body) for body in bodies] == [EVENT * 2] * streams
+    assert server.connections == streams
+
+
+async def test_the_servers_shutdown_closes_the_pool():
+    server = KeepAliveServer(answer_whole)
+    async with server.running() as url:
+        await read_body(url, http_transport(), as_read)
+        await close_http_sessions()
+        for _ in range(100):
+            if server.closed_by_client:
+                break
+            await asyncio.sleep(0.01)
+    assert server.closed_by_client == [1]
