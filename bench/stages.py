@@ -19,7 +19,8 @@ the median of 5 parts of one run: see `database_stages`).
    first chunk to the end, over the events read meanwhile: the event loop's wake-ups and the
    socket syscalls are in it.
    Opening the request (client, connect, POST, headers) is a per-turn cost, reported per turn
-   and amortised over 150 events. One unpaced 5,000-event stream is also read, for comparison:
+   and amortised over 150 events; after the first round the streams reuse the pool's kept-alive
+   connections, as turns one after another do in the site. One unpaced 5,000-event stream is also read, for comparison:
    its chunks carry many events each.
 2. parse: text chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
    a `StreamReader(BigdataAdapter())`, under `providers.attempts.with_retries`, as
@@ -239,12 +240,16 @@ async def read_unpaced(url: str) -> float:
 
 
 def stage_read(runner: asyncio.Runner, rounds: int) -> dict[str, float]:
+    """Turns after the first reuse the pool's connections (`http_transport`), as in the site."""
+    from chats.agent.client import close_http_sessions
+
     with Upstream() as upstream:
         runner.run(read_unpaced(upstream.url))  # warm-up: imports, first connection
         READS[0] = 0
         paced = [runner.run(read_paced(upstream.url)) for _ in range(rounds)]
         paced_reads = READS[0]
         unpaced = statistics.median(runner.run(read_unpaced(upstream.url)) for _ in range(rounds))
+        runner.run(close_http_sessions())  # the loop's pool, as the server's shutdown closes it
     return {
         "read": statistics.median(p[0] for p in paced),
         "open_per_turn": statistics.median(p[1] for p in paced),
