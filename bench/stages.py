@@ -20,8 +20,8 @@ the median of 5 parts of one run: see `database_stages`).
    socket syscalls are in it.
    Opening the request (client, connect, POST, headers) is a per-turn cost, reported per turn
    and amortised over 150 events; after the first round the streams reuse the pool's kept-alive
-   connections, as turns one after another do in the site. One unpaced 5,000-event stream is also read, for comparison:
-   its chunks carry many events each.
+   connections, as turns one after another do in the site. One unpaced 5,000-event stream is
+   also read, for comparison: its chunks carry many events each.
 2. parse: text chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
    a `StreamReader(BigdataAdapter())`, under `providers.attempts.with_retries`, as
    `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.

@@ -1,7 +1,8 @@
 """One object per running event loop: a server process runs one loop, a test runs one of its own.
 
-The event log, the relay, the run registry, the search index queue and the socket leases hold
-tasks and connections that belong to the loop that made them; a closed loop's object is dropped.
+The event log, the relay, the run registry, the search index queue, the socket leases and the
+agents' connection pool hold tasks and connections that belong to the loop that made them; a
+closed loop's object is dropped. It imports nothing of the site, so `chats.agent` can use it.
 """
 
 from __future__ import annotations

@@ -113,9 +113,10 @@ def _environment_proxy(url: httpx.URL) -> str | None:
     return proxies.get(url.scheme)
 
 
-# Under the shortest idle timeout common among servers (uvicorn's 5 s, which serves the demo
-# agent): a connection the server may be closing is never sent a request. Turns come seconds
-# apart under load, which is when reuse matters.
+# Under uvicorn's idle timeout (5 s; it serves the demo agent), so that a request rarely meets a
+# connection the server is closing. If one does, aiohttp does not resend a POST: the turn sees a
+# connection dropped before the answer, which `providers.attempts` retries on a new connection.
+# Under load turns come well within this of each other, which is when reuse matters.
 KEEPALIVE_SECONDS = 4.0
 
 
@@ -125,7 +126,7 @@ def new_session(ssl_context: ssl.SSLContext) -> aiohttp.ClientSession:
     Connections are kept alive between turns, so a turn reuses the one the last turn left
     (no TCP connect, no TLS handshake). The pool holds no cookies and sets no limit of its own:
     every turn's request is as it would be over a connection of its own. An idle connection is
-    closed after KEEPALIVE_SECONDS, before a server would close it under a request.
+    closed after KEEPALIVE_SECONDS.
     """
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(

@@ -98,7 +98,8 @@ def http_transport() -> httpx.AsyncBaseTransport:
 
 
 async def close_http_sessions() -> None:
-    """Close this event loop's connections to the agents (the server's shutdown)."""
+    """Close this event loop's connections to the agents. The server's shutdown does; any other
+    loop that ran turns must too, or aiohttp logs the pool as unclosed when it is collected."""
     session = _sessions.pop()
     if session is not None:
         await session.close()
