@@ -42,24 +42,12 @@ RATE = 50.0
 
 
 async def read_site(url: str, text: str) -> int:
-    import httpx
-    from httpx_sse import aconnect_sse
+    """One stream read as the site reads it, without the parsing: bench/stages.py's read."""
+    from stages import read_stream
 
-    from chats.agent.aiohttp_transport import aiter_text
-    from chats.agent.client import AgentRequest, http_transport, stream_timeout
-
-    timeout = stream_timeout(connect=10.0, idle=120.0)
-    headers = {"Content-Type": "application/json"}
-    events = 0
-    async with (
-        httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
-        aconnect_sse(
-            client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
-        ) as source,
-    ):
-        async for chunk in aiter_text(source.response):
-            events += chunk.count("\n\n")
-    return events
+    counts = [0]
+    await read_stream(url, text, counts, 0, lambda index: None)
+    return counts[0]
 
 
 async def read_aiohttp(url: str, text: str, session) -> int:
