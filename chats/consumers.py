@@ -20,6 +20,7 @@ import logging
 from collections import deque
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -69,6 +70,19 @@ def _refusal(code: ErrorCode) -> tuple[str, int]:
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Channels' dispatch without its trip to the database thread before every message.
+
+        That trip closes stale database connections; every query here already runs through
+        `database_sync_to_async`, which does so before and after each call. Skipping it spares
+        each frame from a page (an ask, a sync, a stop) a wait behind whatever the database
+        thread is doing, such as a burst of answers being stored.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def connect(self) -> None:
         self.chat = None
         self.groups_joined: list[str] = []

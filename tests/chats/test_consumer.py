@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -101,6 +102,22 @@ async def test_bad_frames_get_an_error_frame_and_the_connection_stays(
     assert expected in frame["message"]
     await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
     assert await client.communicator.receive_nothing(timeout=0.2)
+
+
+async def test_a_frame_is_answered_while_the_database_thread_is_busy(connect, user, chat):
+    """A page's frame does not queue behind the database thread (a burst of answers being
+    stored, say) unless handling it needs the database."""
+    client = await connect(user, chat)
+    busy = asyncio.ensure_future(database_sync_to_async(time.sleep)(1.5))
+    await asyncio.sleep(0.05)  # the shared database thread is sleeping now
+    started = time.monotonic()
+    await client.communicator.send_to(text_data="not json")
+    frame = await client.receive()
+    answered_in = time.monotonic() - started
+    assert frame["code"] == "bad_frame"
+    assert not busy.done()
+    assert answered_in < 0.75, answered_in
+    await busy
 
 
 async def test_oversized_and_binary_frames_are_refused(connect, user, chat):
