@@ -383,3 +383,39 @@ async def test_the_servers_shutdown_closes_the_pool():
                 break
             await asyncio.sleep(0.01)
         assert server.closed_by_client == [1]
+
+
+async def test_a_turn_sent_on_a_connection_the_agent_is_closing_is_retried_on_a_new_one():
+    """The pool's one hazard (docs/DEPLOY.md): the agent closes an idle connection just as a
+    turn sends its request on it. The turn is retried on a new connection, and the page told."""
+    from chats.agent.client import AgentRequest, AgentSettings, AgentStream
+    from demo_agent.wire import sse_event
+
+    answer = sse_event("c1", {"type": "ANSWER", "content": "part"})
+    complete = sse_event("c1", {"type": "COMPLETE", "checkpoint_id": "k"})
+
+    answered: set[int] = set()  # connections that have answered a request
+
+    async def close_under_the_second_request(writer: asyncio.StreamWriter, number: int) -> bool:
+        if number in answered:
+            return False  # hangs up on the request instead of answering it
+        answered.add(number)
+        writer.write(HEADERS + chunk(answer) + chunk(complete) + b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    server = KeepAliveServer(close_under_the_second_request)
+    notices: list[str] = []
+
+    async def on_retry(message: str, delay: float) -> None:
+        notices.append(message)
+
+    async with server.running() as url:
+        settings = AgentSettings(url=url, max_retries=1, backoff_base=0.01)
+        turns = []
+        for _ in range(2):
+            stream = AgentStream(AgentRequest(message="q"), settings, on_retry=on_retry)
+            turns.append([event.type async for event in stream.events()])
+    assert turns == [["ANSWER", "COMPLETE"], ["ANSWER", "COMPLETE"]]
+    assert server.connections == 2  # the second turn's retry opened a new one
+    assert notices == ["The connection to the research agent dropped before it answered."]
