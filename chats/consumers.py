@@ -76,7 +76,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         That trip closes stale database connections; every query here already runs through
         `database_sync_to_async`, which does so before and after each call. Skipping it spares
         each frame from a page (an ask, a sync, a stop) a wait behind whatever the database
-        thread is doing, such as a burst of answers being stored.
+        thread is doing, such as a burst of answers being stored. A test fails if channels'
+        own dispatch changes, so that this copy is looked at again.
         """
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
 import json
+import textwrap
 import time
 
 import pytest
+from channels.consumer import AsyncConsumer
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
@@ -108,16 +112,31 @@ async def test_a_frame_is_answered_while_the_database_thread_is_busy(connect, us
     """A page's frame does not queue behind the database thread (a burst of answers being
     stored, say) unless handling it needs the database."""
     client = await connect(user, chat)
+    await database_sync_to_async(lambda: None)()  # the page's opening is done with the thread
     busy = asyncio.ensure_future(database_sync_to_async(time.sleep)(1.5))
-    await asyncio.sleep(0.05)  # the shared database thread is sleeping now
-    started = time.monotonic()
-    await client.communicator.send_to(text_data="not json")
-    frame = await client.receive()
-    answered_in = time.monotonic() - started
-    assert frame["code"] == "bad_frame"
-    assert not busy.done()
-    assert answered_in < 0.75, answered_in
-    await busy
+    try:
+        await asyncio.sleep(0.05)  # the shared database thread is sleeping now
+        started = time.monotonic()
+        await client.communicator.send_to(text_data="not json")
+        frame = await client.receive()
+        answered_in = time.monotonic() - started
+        assert frame["code"] == "bad_frame"
+        assert not busy.done()
+        assert answered_in < 0.75, answered_in
+    finally:
+        await busy
+
+
+def test_channels_dispatch_is_the_one_chat_consumer_copies():
+    """ChatConsumer.dispatch is channels' own without its `aclose_old_connections()`: if a
+    channels upgrade changes dispatch, this fails, so that the copy is looked at again."""
+    (function,) = ast.parse(textwrap.dedent(inspect.getsource(AsyncConsumer.dispatch))).body
+    body = [statement for statement in function.body if not isinstance(statement, ast.Expr)]
+    assert [ast.unparse(statement) for statement in body] == [
+        "handler = getattr(self, get_handler_name(message), None)",
+        "if handler:\n    await aclose_old_connections()\n    await handler(message)\n"
+        "else:\n    raise ValueError('No handler for message type %s' % message['type'])",
+    ]
 
 
 async def test_oversized_and_binary_frames_are_refused(connect, user, chat):
