@@ -72,7 +72,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -376,15 +375,11 @@ async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
 
 def open_page(chat_id: int, sent: list[str]) -> Any:
     """A `ChatConsumer` as `connect` leaves it, its ASGI `send` keeping the text it is given."""
-    from django.conf import settings
-
     from chats.consumers import ChatConsumer
 
     page = ChatConsumer.__new__(ChatConsumer)  # no scope, session or database: only the writer
+    page.start_page_state()  # as `connect` starts it
     page.chat = object()
-    page.cursors, page.announced = {}, set()
-    page.outbox, page.outbox_ready = deque(), asyncio.Event()
-    page.max_queued_frames = settings.WS_MAX_QUEUED_FRAMES
     page.joined_chat_id = chat_id
 
     async def base_send(message: dict[str, Any]) -> None:

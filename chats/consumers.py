@@ -84,7 +84,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
 
-    async def connect(self) -> None:
+    def start_page_state(self) -> None:
+        """What a page holds before it is opened: no chat yet, nothing sent, an empty outbox."""
         self.chat = None
         self.groups_joined: list[str] = []
         self.counted = False
@@ -97,6 +98,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.outbox_ready = asyncio.Event()
         self.writer: asyncio.Task | None = None
         self.relay = None
+
+    async def connect(self) -> None:
+        self.start_page_state()
         user = self.scope.get("user")
         chat_id = self.scope["url_route"]["kwargs"]["chat_id"]
         # Accept first so the page receives the reason and the close code; a refused
