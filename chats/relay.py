@@ -6,20 +6,25 @@ it does as little per frame as it can.
 - A frame is JSON text, encoded once by its publisher (`protocol.encode`) whatever the number of
   pages; pages forward the text as it is.
 - Pages in the publishing process get the frame straight from memory: no channel layer, no copy.
-- With Redis, each frame is also PUBLISHed once to the chat's pub/sub channel, and every tick's
-  frames go in one command (a Lua script of PUBLISHes, `PUBLISH_ALL`): one round trip per tick,
-  not one per message (channels_redis's core layer reads one message per round trip). Each
-  process subscribes to the chats its pages show.
+- With Redis, a frame goes only to the other processes that have a page of its chat open. Each
+  process subscribes to one pub/sub channel of its own (its inbox) and lists itself, in Redis,
+  as a listener of each chat its pages show. Every tick the publisher asks which other
+  processes listen to the tick's chats (one script, `LISTENERS`), then PUBLISHes each frame to
+  their inboxes (one script of PUBLISHes, `PUBLISH_ALL`): two round trips per tick, and none of
+  a frame's bytes travel when no other process shows its chat, the usual case (a page and the
+  run it asked for share a process).
 
-Nothing is dropped silently. The event log is written before anything is published, so a page
-that may have missed a frame (its socket fell behind, or this process's subscription broke) is
-told, through `Subscriber.missed`, and catches up from the log (`ChatConsumer`).
+Nothing is dropped silently. The event log is written before anything is published, and a
+process lists itself before its page reads the log, so a frame either reaches the page or was
+in the log the page read. A page that may have missed a frame (its socket fell behind, this
+process's inbox or listing lapsed) is told, through `Subscriber.missed`, and catches up from the
+log (`ChatConsumer`).
 
 A Redis that stops answering holds up nothing here: pages in this process get their frames at
 once and one task sends them on to Redis. Frames Redis did not take (it timed out or refused, or
 too many waited) are dropped for the other processes, and once Redis answers again their pages of
-those chats are told to catch up. A page's join waits at most SUBSCRIBE_TIMEOUT; a subscription
-that did not happen is made again, and its pages told to catch up, when Redis answers.
+those chats are told to catch up. A page's join waits at most JOIN_TIMEOUT; a listing that did
+not happen is made again, and the process's pages told to catch up, when Redis answers.
 
 The channel layer still carries what is rare and must reach one run or one user wherever it
 lives: stop requests and logouts (`protocol.publish`).
@@ -28,6 +33,7 @@ lives: stop requests and logouts (`protocol.publish`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import uuid
@@ -41,10 +47,54 @@ from .per_loop import PerLoop
 logger = logging.getLogger(__name__)
 
 RECONNECT_DELAY = 0.5  # seconds between attempts to re-subscribe after Redis went away
-SUBSCRIBE_TIMEOUT = 5.0
+JOIN_TIMEOUT = 5.0  # seconds a page's join waits for Redis to list its process
 PUBLISH_TIMEOUT = 5.0  # seconds Redis has to take one tick's frames
 MAX_WAITING_FRAMES = 10_000  # frames waiting for Redis; past that, their chats catch up instead
+# A process's listing of a chat lasts LISTEN_LEASE seconds, renewed every LISTEN_RENEW: the
+# listings of a process that died lapse on their own.
+LISTEN_LEASE = 60
+LISTEN_RENEW = 20.0
 MISSED = "missed"  # the kind of a message that tells other processes' pages to catch up
+
+# The scripts use Redis's clock (TIME), so the processes' clocks need not agree. A chat's
+# listeners are a sorted set: process origin -> when its listing lapses.
+#
+# LISTENERS: ARGV[1] the asking process, ARGV[2] the sets' prefix, ARGV[3] the chat ids, space
+# separated. Returns [chat id, origin, ...] of the other processes listed. The script builds the
+# key names itself: one argument rather than one per chat, since redis-py packs each argument in
+# Python (200 chats cost 200 µs a tick as keys, ~25 as one string). So the relay does not run on
+# Redis Cluster, whose scripts must name their keys.
+LISTENERS = """
+local now = tonumber(redis.call('TIME')[1])
+local found = {}
+for chat in string.gmatch(ARGV[3], '%d+') do
+  for _, origin in ipairs(redis.call('ZRANGE', ARGV[2] .. chat, now, '+inf', 'BYSCORE')) do
+    if origin ~= ARGV[1] then
+      found[#found + 1] = tonumber(chat)
+      found[#found + 1] = origin
+    end
+  end
+end
+return found
+"""
+# LIST: ARGV[1] the process, ARGV[2] the lease, ARGV[3] the sets' prefix, ARGV[4] the chats to
+# list the process for and ARGV[5] those to unlist it from, space separated. Drops lapsed
+# listings, and returns the chats the process was not listed for already.
+LIST = """
+local now = tonumber(redis.call('TIME')[1])
+local lease = tonumber(ARGV[2])
+local new = {}
+for chat in string.gmatch(ARGV[4], '%d+') do
+  local key = ARGV[3] .. chat
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
+  if redis.call('ZADD', key, now + lease, ARGV[1]) == 1 then new[#new + 1] = tonumber(chat) end
+  redis.call('EXPIRE', key, 2 * lease)
+end
+for chat in string.gmatch(ARGV[5], '%d+') do
+  redis.call('ZREM', ARGV[3] .. chat, ARGV[1])
+end
+return new
+"""
 # One command publishes a tick's frames, however many: as a pipeline of PUBLISHes, packing each
 # command and parsing each reply in redis-py was a tenth of a worker's time under 200 chats
 # (docs/PERFORMANCE.md, "Wave 3, sixth session"). ARGV holds channel, message, channel, ...
@@ -106,77 +156,236 @@ class LocalRelay:
 
 
 class RedisRelay(LocalRelay):
-    """Many processes: pages here get frames from memory, other processes through Redis pub/sub.
+    """Many processes: pages here get frames from memory, other processes' through Redis.
 
-    A message is `origin|kind|turn_id|first_seq|last_seq|text`; a process skips its own (it
-    delivered them already). Frames of one chat come from the one process running its turn, in
-    order, through one task and one connection, so Redis keeps their order. A message of kind
-    MISSED tells the chat's pages in other processes to catch up from the log.
+    A message is `chat_id|kind|turn_id|first_seq|last_seq|text`, PUBLISHed to the inbox of each
+    other process listed as a listener of the chat. Frames of one chat come from the one process
+    running its turn, in order, through one task and one connection, so Redis keeps their
+    order. A message of kind MISSED tells the chat's pages in that process to catch up.
+
+    One task (`_list_forever`) is the process's only writer of its listings, so they change in
+    the order pages come and go: each pass lists the chats that gained a first page here and
+    unlists those that lost their last, all in one script call, and every LISTEN_RENEW it
+    renews them all. A join waits for a pass that began after it; a leave does not wait. A
+    listing found lapsed (Redis lost it) tells its pages to catch up. A listing may outlive its
+    last page by up to LISTEN_LEASE (a process that died, an unlisting Redis did not take):
+    frames sent to it are dropped there, which costs only their bytes.
     """
 
     def __init__(self, url: str, prefix: str) -> None:
         super().__init__()
         import redis.asyncio as redis
+        from redis.driver_info import DriverInfo
 
-        self.redis = redis.Redis.from_url(url)
+        # One DriverInfo for every connection: without it, each new connection looks redis-py's
+        # version up in the installed packages' metadata (~0.2 ms).
+        self.redis = redis.Redis.from_url(url, driver_info=DriverInfo())
         self.prefix = prefix
         self.origin = uuid.uuid4().hex[:12] + f"-{os.getpid()}"
+        self._inbox_prefix = f"{prefix}process.".encode()
+        self._inbox = self._inbox_prefix + self.origin.encode()
+        self._listeners_prefix = f"{prefix}listeners."
         self._pubsub = self.redis.pubsub()
+        self._listeners = self.redis.register_script(LISTENERS)
+        self._list = self.redis.register_script(LIST)
         self._publish_all = self.redis.register_script(PUBLISH_ALL)
         self._reader: asyncio.Task | None = None
-        self._confirmed: dict[bytes, asyncio.Future] = {}
+        self._inbox_open: asyncio.Future | None = None  # done once Redis confirms the inbox
+        self._recovering = False  # the reader is reconnecting: it lists every chat after
+        self._epoch = 0  # counts reconnections: a pass begun before one knows nothing after it
+        self._listed: set[int] = set()  # chats this process is listed for
+        self._unlisting: set[int] = set()  # chats the pass under way unlists
+        self._lister: asyncio.Task | None = None
+        self._listing_wanted = asyncio.Event()
+        self._next_pass: asyncio.Future | None = None  # True once the next pass has listed
         self._waiting: list[tuple[int, RelayFrame]] = []  # for Redis, in publishing order
         self._unsent: set[int] = set()  # chats whose frames other processes may have missed
         self._frames_waiting = asyncio.Event()
         self._publisher: asyncio.Task | None = None
         self._closing = False
-        self._home = f"{prefix}process.{self.origin}".encode()  # keeps the reader subscribed
-        self._own = f"{self.origin}|".encode()  # how this process's frames begin
 
-    def channel(self, chat_id: int) -> bytes:
-        return f"{self.prefix}chat.{chat_id}".encode()
+    def listeners_key(self, chat_id: int) -> str:
+        return f"{self._listeners_prefix}{chat_id}"
+
+    # --- Listing: which processes get a chat's frames ---------------------------------------
 
     async def join(self, chat_id: int, subscriber: Subscriber) -> None:
-        first = chat_id not in self.subscribers
+        """Deliver the chat's frames to `subscriber` from now on, from any process: once this
+        returns, this process is listed (or, if Redis did not answer in JOIN_TIMEOUT, will be,
+        and its pages then told to catch up)."""
         await super().join(chat_id, subscriber)
-        if first:
-            await self._subscribe(self.channel(chat_id))
+        if (chat_id in self._listed and chat_id not in self._unlisting) or self._recovering:
+            return  # listed already; or a recovery lists every chat with pages before it ends
+        try:
+            async with asyncio.timeout(JOIN_TIMEOUT):
+                listed = await asyncio.shield(self._listing_pass())
+        except TimeoutError:
+            listed = False
+        if not listed:
+            logger.warning("Redis did not list this process for chat %s in time", chat_id)
+            self._start_reader(recover=True)
 
     async def leave(self, chat_id: int, subscriber: Subscriber) -> None:
         await super().leave(chat_id, subscriber)
-        if chat_id not in self.subscribers:
+        if chat_id not in self.subscribers and chat_id in self._listed:
+            self._listing_pass()  # unlisted in the background: a page closing does not wait
+
+    def _listing_pass(self) -> asyncio.Future:
+        """Ask for a pass of the lister; its future says whether it listed what it was asked."""
+        if self._lister is None or self._lister.done():
+            self._lister = asyncio.create_task(self._list_forever(), name="relay-lister")
+        if self._next_pass is None:
+            self._next_pass = asyncio.get_running_loop().create_future()
+        self._listing_wanted.set()
+        return self._next_pass
+
+    async def _list_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        renew_at = loop.time() + LISTEN_RENEW
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(renew_at - loop.time()):
+                    await self._listing_wanted.wait()
+            self._listing_wanted.clear()
+            renewing = loop.time() >= renew_at
+            if renewing:
+                renew_at = loop.time() + LISTEN_RENEW
+            this_pass, self._next_pass = self._next_pass, None
             try:
-                await self._pubsub.unsubscribe(self.channel(chat_id))
-            except Exception:  # the reader re-subscribes only to chats with pages
-                logger.warning("Unsubscribing from chat %s failed", chat_id, exc_info=True)
+                lapsed = await self._list_pass(renew=renewing)
+            except Exception:
+                logger.warning("Listing this process's chats in Redis failed", exc_info=True)
+                if this_pass is not None:
+                    this_pass.set_result(False)
+                continue
+            if this_pass is not None:
+                this_pass.set_result(True)
+            if lapsed:  # Redis lost them (restarted, evicted): frames may have gone elsewhere
+                logger.warning("Redis had lost %d of this process's listings", len(lapsed))
+                for chat_id in lapsed:
+                    self._tell_missed(chat_id)
 
-    async def _subscribe(self, channel: bytes) -> None:
-        """Subscribe and wait until Redis says so: a page reads the log only after that.
-
-        At most SUBSCRIBE_TIMEOUT: then the reader starts over, subscribing every chat with
-        pages here once Redis answers and telling those pages to catch up from the log.
-        """
-        confirmed = self._confirmed.setdefault(channel, asyncio.get_running_loop().create_future())
+    async def _list_pass(self, *, renew: bool) -> list[int]:
+        """List this process for the chats with pages here, unlist it from the others; return
+        the chats whose listing Redis had lost."""
+        epoch, wanted, listed = self._epoch, set(self.subscribers), set(self._listed)
+        to_list, to_unlist = (wanted if renew else wanted - listed), listed - wanted
+        if not to_list and not to_unlist:
+            return []
+        self._unlisting = to_unlist
         try:
-            async with asyncio.timeout(SUBSCRIBE_TIMEOUT):
-                await self._ensure_reader()
-                await self._pubsub.subscribe(channel)
-                await asyncio.shield(confirmed)
-        except TimeoutError:
-            logger.warning("Redis did not subscribe this process to %s in time", channel)
-            self._start_reader(recover=True)
+            async with asyncio.timeout(JOIN_TIMEOUT):
+                await self._open_inbox()  # frames sent once the process is listed must arrive
+                new = await self._list_in_redis(to_list, to_unlist)
         finally:
-            self._confirmed.pop(channel, None)
+            self._unlisting = set()
+        if epoch != self._epoch:
+            return []  # the reader reconnected meanwhile: it lists everything again
+        self._listed = (self._listed - to_unlist) | to_list
+        return [chat_id for chat_id in new if chat_id in listed and chat_id in self.subscribers]
 
-    async def _ensure_reader(self) -> None:
+    async def _list_in_redis(self, to_list: set[int], to_unlist: set[int]) -> list[int]:
+        args = [self.origin, LISTEN_LEASE, self._listeners_prefix]
+        args += (" ".join(map(str, to_list)), " ".join(map(str, to_unlist)))
+        return await self._list(args=args)
+
+    # --- The inbox: frames from other processes ---------------------------------------------
+
+    async def _open_inbox(self) -> None:
         if self._reader is None or self._reader.done():
-            await self._pubsub.subscribe(self._home)
             self._start_reader()
+        await asyncio.shield(self._inbox_open)
 
     def _start_reader(self, *, recover: bool = False) -> None:
+        if self._closing:
+            return
         if self._reader is not None:
             self._reader.cancel()
+        if self._inbox_open is None or self._inbox_open.done():
+            self._inbox_open = asyncio.get_running_loop().create_future()
+        if recover:
+            self._recovering = True
         self._reader = asyncio.create_task(self._read_forever(recover), name="relay-reader")
+
+    async def _read_forever(self, recover: bool) -> None:
+        if recover:
+            await self._reconnect()
+        else:
+            try:
+                await self._pubsub.subscribe(self._inbox)
+            except Exception:
+                logger.warning("Subscribing the relay's inbox failed", exc_info=True)
+                await self._reconnect()
+        while True:
+            try:
+                message = await self._pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("The relay's Redis subscription broke", exc_info=True)
+                await self._reconnect()
+                continue
+            if message is not None:
+                self._receive(message)
+
+    def _receive(self, message: dict) -> None:
+        kind = message["type"]
+        if kind == b"subscribe" or kind == "subscribe":
+            if self._inbox_open is not None and not self._inbox_open.done():
+                self._inbox_open.set_result(None)
+            return
+        if kind not in (b"message", "message"):
+            return
+        chat, frame_kind, turn_id, first, last, text = message["data"].decode().split("|", 5)
+        chat_id = int(chat)
+        if frame_kind == MISSED:
+            self._tell_missed(chat_id)
+            return
+        frame = RelayFrame(frame_kind, int(turn_id), text, int(first), int(last))
+        self._deliver_here([(chat_id, frame)])
+
+    def _tell_missed(self, chat_id: int) -> None:
+        for subscriber in tuple(self.subscribers.get(chat_id, ())):
+            subscriber.missed()
+
+    async def _reconnect(self) -> None:
+        """Reconnect until Redis answers, open the inbox, list every chat with pages here, then
+        tell every page to catch up: frames sent meanwhile went nowhere."""
+        self._recovering = True
+        self._epoch += 1
+        self._listed.clear()
+        while True:
+            await asyncio.sleep(RECONNECT_DELAY)
+            try:
+                await self._pubsub.aclose()
+                self._pubsub = self.redis.pubsub()
+                await self._pubsub.subscribe(self._inbox)
+                # PING is answered after the subscription: from then on nothing is missed.
+                await self._pubsub.ping()
+                while True:  # frames that arrive before the PONG are delivered as usual
+                    reply = await self._pubsub.get_message(timeout=JOIN_TIMEOUT)
+                    if reply is None:
+                        raise TimeoutError("Redis did not answer PING")
+                    if reply["type"] in (b"pong", "pong"):
+                        break
+                    self._receive(reply)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("Reconnecting the relay to Redis failed; retrying", exc_info=True)
+                continue
+            break
+        if self._inbox_open is not None and not self._inbox_open.done():
+            self._inbox_open.set_result(None)
+        # Pages may join while the lister works: until none is left out.
+        while not set(self.subscribers) <= self._listed:
+            if not await asyncio.shield(self._listing_pass()):
+                await asyncio.sleep(RECONNECT_DELAY)
+        self._recovering = False
+        for chat_id in list(self.subscribers):
+            self._tell_missed(chat_id)
+
+    # --- Publishing -------------------------------------------------------------------------
 
     async def publish(self, frames: list[tuple[int, RelayFrame]]) -> None:
         """Deliver here at once; the publisher task sends the frames on to Redis, in order."""
@@ -193,8 +402,8 @@ class RedisRelay(LocalRelay):
         self._frames_waiting.set()
 
     async def _publish_forever(self) -> None:
-        """Send what is waiting in one command at a time; on a failure, drop it, remember its
-        chats, and tell their pages to catch up with the next command Redis takes."""
+        """Send what is waiting, one tick at a time; on a failure, drop it, remember its chats,
+        and tell their pages elsewhere to catch up with the next tick Redis takes."""
         while not (self._closing and not self._waiting):
             await self._frames_waiting.wait()
             self._frames_waiting.clear()
@@ -202,7 +411,8 @@ class RedisRelay(LocalRelay):
                 frames, self._waiting = self._waiting, []
                 unsent = set(self._unsent)
                 try:
-                    await self._send(frames, unsent)
+                    async with asyncio.timeout(PUBLISH_TIMEOUT):
+                        await self._send(frames, unsent)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
@@ -218,79 +428,29 @@ class RedisRelay(LocalRelay):
                 self._unsent -= unsent
 
     async def _send(self, frames: list[tuple[int, RelayFrame]], unsent: set[int]) -> None:
-        head = self.origin
+        """Ask which other processes listen to the tick's chats, then send them their frames.
+
+        Asking first is safe because the frames were logged before it: a process listed after
+        the answer reads the log after it too.
+        """
+        chat_ids = " ".join(map(str, {*unsent, *(chat_id for chat_id, _ in frames)}))
+        found = await self._listeners(args=[self.origin, self._listeners_prefix, chat_ids])
+        if not found:
+            return  # no other process shows these chats: nothing to send
+        inboxes: dict[int, list[bytes]] = {}
+        for i in range(0, len(found), 2):
+            inboxes.setdefault(found[i], []).append(self._inbox_prefix + found[i + 1])
         args: list[bytes] = []
         for chat_id in unsent:
-            args += (self.channel(chat_id), f"{head}|{MISSED}|0|0|0|".encode())
+            for inbox in inboxes.get(chat_id, ()):
+                args += (inbox, f"{chat_id}|{MISSED}|0|0|0|".encode())
         for chat_id, f in frames:
-            message = f"{head}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
-            args += (self.channel(chat_id), message.encode())
-        async with asyncio.timeout(PUBLISH_TIMEOUT):
-            await self._publish_all(args=args)
-
-    async def _read_forever(self, recover: bool = False) -> None:
-        if recover:
-            await self._resubscribe()
-        while True:
-            try:
-                message = await self._pubsub.get_message(timeout=None)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.warning("The relay's Redis subscription broke", exc_info=True)
-                await self._resubscribe()
-                continue
-            if message is not None:
-                self._receive(message)
-
-    def _receive(self, message: dict) -> None:
-        kind, channel = message["type"], message["channel"]
-        if kind == b"subscribe" or kind == "subscribe":
-            future = self._confirmed.get(channel)
-            if future is not None and not future.done():
-                future.set_result(None)
-            return
-        if kind not in (b"message", "message") or channel == self._home:
-            return
-        data = message["data"]
-        if data.startswith(self._own):
-            return  # Redis sends this process's frames back too: its pages have them already
-        _, frame_kind, turn_id, first, last, text = data.decode().split("|", 5)
-        chat_id = int(channel.decode().rsplit(".", 1)[1])
-        if frame_kind == MISSED:
-            for subscriber in tuple(self.subscribers.get(chat_id, ())):
-                subscriber.missed()
-            return
-        frame = RelayFrame(frame_kind, int(turn_id), text, int(first), int(last))
-        self._deliver_here([(chat_id, frame)])
-
-    async def _resubscribe(self) -> None:
-        """Reconnect until Redis answers, re-subscribe, then tell every page to catch up."""
-        while True:
-            await asyncio.sleep(RECONNECT_DELAY)
-            try:
-                await self._pubsub.aclose()
-                self._pubsub = self.redis.pubsub()
-                channels = [self._home, *(self.channel(c) for c in self.subscribers)]
-                await self._pubsub.subscribe(*channels)
-                # PING is answered after the subscriptions: from then on nothing is missed.
-                await self._pubsub.ping()
-                while True:  # frames that arrive before the PONG are delivered as usual
-                    reply = await self._pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT)
-                    if reply is None:
-                        raise TimeoutError("Redis did not answer PING")
-                    if reply["type"] in (b"pong", "pong"):
-                        break
-                    self._receive(reply)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.warning("Re-subscribing the relay to Redis failed; retrying", exc_info=True)
-                continue
-            break
-        for members in list(self.subscribers.values()):
-            for subscriber in tuple(members):
-                subscriber.missed()
+            targets = inboxes.get(chat_id)
+            if targets:
+                message = f"{chat_id}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
+                for inbox in targets:
+                    args += (inbox, message.encode())
+        await self._publish_all(args=args)
 
     async def close(self) -> None:
         if self._publisher is not None:  # what is waiting gets one try, PUBLISH_TIMEOUT at most
@@ -299,9 +459,20 @@ class RedisRelay(LocalRelay):
             await asyncio.wait([self._publisher], timeout=PUBLISH_TIMEOUT)
             self._publisher.cancel()
             await asyncio.gather(self._publisher, return_exceptions=True)
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
+        self._closing = True
+        if self._next_pass is not None and not self._next_pass.done():
+            self._next_pass.set_result(False)  # a page joining now reads the log as it is
+        tasks = [t for t in (self._reader, self._lister) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        listed, self._listed = set(self._listed), set()
+        if listed:  # other processes stop sending this one frames now, not at LISTEN_LEASE
+            try:
+                async with asyncio.timeout(PUBLISH_TIMEOUT):
+                    await self._list_in_redis(set(), listed)
+            except Exception:
+                logger.warning("Unlisting %d chats at shutdown failed", len(listed), exc_info=True)
         await self._pubsub.aclose()
         await self.redis.aclose()
         await super().close()

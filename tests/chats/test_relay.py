@@ -229,8 +229,120 @@ async def test_frames_flow_after_redis_forgets_the_publishing_script(chat):
         await elsewhere.close()
 
 
+def numbered(seq: int) -> RelayFrame:
+    text = json.dumps({"type": "turn.events", "turn_id": 1, "events": [{"seq": seq}]})
+    return RelayFrame("turn.events", 1, text, seq, seq)
+
+
+def seqs_of(page: Page) -> list[int]:
+    return [f["events"][0]["seq"] for f in page.frames]
+
+
+@on_redis
+async def test_frames_travel_only_to_the_processes_that_show_their_chat(chat):
+    """A chat whose pages are all in the publishing process costs Redis none of its frames;
+    once another process shows it, that process alone gets them, and once its page has left,
+    no process does."""
+    here = get_relay()
+    elsewhere = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
+    bystander = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)  # shows another chat
+    local, remote, other = Page(), Page(), Page()
+    other_chat = chat.pk + 1_000_000
+    watcher = here.redis.pubsub()  # sees every message sent to any process's inbox
+    await watcher.psubscribe(f"{settings.RELAY_PREFIX}process.*")
+    sent_to: list[bytes] = []
+
+    async def watch() -> None:
+        async for message in watcher.listen():
+            if message["type"] == b"pmessage" or message["type"] == "pmessage":
+                sent_to.append(message["channel"])
+
+    watching = asyncio.create_task(watch())
+
+    async def publish_then_wait(seq: int) -> None:
+        """Publish a frame of the chat, then one of the bystander's chat: frames go out in
+        order, so once the bystander has the second, Redis has had the first."""
+        await here.publish([(chat.pk, numbered(seq))])
+        await here.publish([(other_chat, numbered(seq))])
+        await wait_until(lambda: seqs_of(other)[-1:] == [seq])
+
+    try:
+        await here.join(chat.pk, local)
+        await bystander.join(other_chat, other)
+        await publish_then_wait(1)
+        assert set(sent_to) == {bystander._inbox}
+
+        await elsewhere.join(chat.pk, remote)
+        await publish_then_wait(2)
+        assert seqs_of(remote) == [2]
+        assert set(sent_to) == {bystander._inbox, elsewhere._inbox}
+
+        sent_to.clear()
+        await elsewhere.leave(chat.pk, remote)
+        await elsewhere._listing_pass()  # the lister has done what the leave asked
+        assert await here.redis.zscore(here.listeners_key(chat.pk), elsewhere.origin) is None
+        await publish_then_wait(3)
+        assert set(sent_to) == {bystander._inbox}
+        assert seqs_of(remote) == [2] and seqs_of(local) == [1, 2, 3]
+        assert remote.missed_count == local.missed_count == other.missed_count == 0
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+        await watcher.aclose()
+        await elsewhere.close()
+        await bystander.close()
+
+
+@on_redis
+async def test_a_listing_redis_lost_is_made_again_and_its_pages_catch_up(chat, monkeypatch):
+    """Redis forgets a process's listing of a chat (evicted, or restarted without its data):
+    the renewal finds it gone, lists the process again and tells the chat's pages there to
+    catch up from the log; frames reach them again."""
+    from chats import relay as relay_module
+
+    monkeypatch.setattr(relay_module, "LISTEN_RENEW", 0.2)
+    here = get_relay()
+    elsewhere = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
+    page = Page()
+    key = here.listeners_key(chat.pk)
+    try:
+        await elsewhere.join(chat.pk, page)
+        await here.redis.delete(key)
+        await wait_until(lambda: page.missed_count == 1)
+        assert await here.redis.zscore(key, elsewhere.origin) is not None
+        await here.publish([(chat.pk, numbered(1))])
+        await wait_until(lambda: seqs_of(page) == [1])
+    finally:
+        await elsewhere.close()
+    assert await here.redis.zscore(key, elsewhere.origin) is None  # closing unlists
+
+
+@on_redis
+async def test_a_page_joining_as_the_last_one_leaves_gets_every_frame(chat):
+    """The last page of a chat leaves (its process unlists itself, in the background) as a new
+    one joins, before, during or after the unlisting: frames published once the join has
+    returned reach the new page, and the process stays listed."""
+    here = get_relay()
+    elsewhere = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
+    pages = [Page(), Page()]
+    try:
+        await elsewhere.join(chat.pk, pages[0])
+        for seq in range(1, 41):
+            leaving, joining = pages[seq % 2], pages[(seq + 1) % 2]
+            await elsewhere.leave(chat.pk, leaving)
+            await asyncio.sleep(seq * 0.00005)  # 0 to 2 ms: a round trip to Redis is ~0.3
+            await elsewhere.join(chat.pk, joining)
+            await here.publish([(chat.pk, numbered(seq))])
+            await wait_until(lambda: seqs_of(joining)[-1:] == [seq], timeout=2)  # noqa: B023
+        await elsewhere._listing_pass()  # the lister has done all it was asked
+        key = elsewhere.listeners_key(chat.pk)
+        assert await elsewhere.redis.zscore(key, elsewhere.origin) is not None
+    finally:
+        await elsewhere.close()
+
+
 async def test_a_redis_that_never_answers_holds_up_neither_pages_nor_publishes(chat, monkeypatch):
-    """Redis accepts connections and never replies: a page joins after SUBSCRIBE_TIMEOUT, a
+    """Redis accepts connections and never replies: a page joins after JOIN_TIMEOUT, a
     publish returns at once with its frames delivered here, and closing takes PUBLISH_TIMEOUT."""
     from chats import relay as relay_module
 
@@ -240,7 +352,7 @@ async def test_a_redis_that_never_answers_holds_up_neither_pages_nor_publishes(c
 
     server = await asyncio.start_server(swallow, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    monkeypatch.setattr(relay_module, "SUBSCRIBE_TIMEOUT", 0.3)
+    monkeypatch.setattr(relay_module, "JOIN_TIMEOUT", 0.3)
     monkeypatch.setattr(relay_module, "PUBLISH_TIMEOUT", 0.3)
     stalled = RedisRelay(f"redis://127.0.0.1:{port}/0", "stalled:")
     page = Page()
@@ -348,11 +460,11 @@ async def test_frames_redis_did_not_take_are_caught_up_once_it_answers(chat, mon
 
 @on_redis
 async def test_a_page_that_joined_while_redis_hung_gets_frames_once_it_answers(chat, monkeypatch):
-    """The join gives up after SUBSCRIBE_TIMEOUT; once Redis answers, the process subscribes to
+    """The join gives up after JOIN_TIMEOUT; once Redis answers, the process subscribes to
     the chat after all, the page is told to catch up, and frames from elsewhere reach it."""
     from chats import relay as relay_module
 
-    monkeypatch.setattr(relay_module, "SUBSCRIBE_TIMEOUT", 0.3)
+    monkeypatch.setattr(relay_module, "JOIN_TIMEOUT", 0.3)
     proxy = StallingProxy(settings.REDIS_URL)
     here = RedisRelay(await proxy.start(), settings.RELAY_PREFIX)
     elsewhere = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
@@ -449,7 +561,8 @@ def test_a_page_that_reads_slowly_is_caught_up_from_the_log(upstream, django_use
     warnings = Warnings()
     logging.getLogger("chats.consumers").addHandler(warnings)
     try:
-        with serve_asgi(application) as url:
+        # With its lifespan, as in production: the server's shutdown ends what the run left.
+        with serve_asgi(application, lifespan="on") as url:
             page = SlowPage(url, f"/ws/chats/{chat.pk}/", cookie)
             page.send({"type": "ask", "message": "slow"})
             time.sleep(3)  # not reading
