@@ -197,6 +197,11 @@ class ChatSearchDocument(models.Model):
     title = models.TextField(blank=True)
     body = models.TextField(blank=True)
     search_vector = SearchVectorField(null=True, editable=False)
+    # When the text was read from its chat: a chat updated since is due again (start-up indexes
+    # the chats a process that died had queued: `search.chats_due_for_search`). NULL: written
+    # before this column, when its chat last changed. Nullable, so that adding it on SQLite is
+    # an ALTER TABLE, not a rebuild of the table that would drop the full-text triggers.
+    indexed_at = models.DateTimeField(null=True, editable=False)
 
     def __str__(self) -> str:
         return f"Search text of chat {self.chat_id}"

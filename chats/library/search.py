@@ -6,7 +6,9 @@ stemming, bm25 ranking), kept in sync by triggers. Both take the same query: eve
 match, stemmed, and the last also as a prefix so results appear while typing.
 
 `chat_search_index_update` must run whenever what a chat's document holds changes: a turn
-finishes (`turn_finish`, or for a run `SearchIndexQueue`), the chat is renamed.
+finishes (`turn_finish`, or for a run `SearchIndexQueue`), the chat is renamed. A document
+records when it was read from its chat; a chat updated since (a process died with the chat in
+its queue) is indexed again when a server starts (`chat_search_index_catch_up`).
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from html import escape
 
 from channels.db import database_sync_to_async
 from django.apps import apps as installed_apps
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection, transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest, Lower, StrIndex, Substr
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from ..models import Chat, ChatSearchDocument
@@ -39,6 +43,10 @@ HEADLINE_CONTEXT_CHARS = 400
 MAX_QUERY_TERMS = 12
 # PostgreSQL refuses a tsvector over 1 MB; a chat's first 200,000 characters are plenty to find it.
 MAX_BODY_CHARS = 200_000
+# Start-up looks for chats whose documents fell behind among those updated this recently: a
+# process that died longer ago than that is `manage.py rebuild_search_index`'s to mend.
+CATCH_UP_WINDOW = timedelta(days=7)
+INDEX_BATCH = 500  # chats per indexing transaction: on SQLite it holds the one write lock
 # Snippets come back from the database as plain text with these around each match: the text is
 # escaped first, then they become our own <mark> tags. Private-use characters, removed from
 # documents, so stored text can never produce a tag.
@@ -73,17 +81,21 @@ class SearchIndexQueue:
         self._task: asyncio.Task | None = None
 
     def add(self, chat_id: int) -> None:
-        self._due.add(chat_id)
-        if self._task is None or self._task.done():
+        self.add_many([chat_id])
+
+    def add_many(self, chat_ids: list[int]) -> None:
+        self._due.update(chat_ids)
+        if self._due and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._index_due(), name="search-index")
 
     async def _index_due(self) -> None:
         while self._due:
             await asyncio.sleep(self.delay)
-            due, self._due = sorted(self._due), set()
+            due = sorted(self._due)[:INDEX_BATCH]
+            self._due.difference_update(due)
             try:
                 await database_sync_to_async(_index_chats)(due, apps=installed_apps)
-            except Exception:  # their next change, or `manage.py rebuild_search_index`, will
+            except Exception:  # their next change, the next start-up or `rebuild_search_index` will
                 logger.exception("Indexing %d chats for search failed", len(due))
 
     async def drain(self) -> None:
@@ -96,7 +108,15 @@ class SearchIndexQueue:
 get_search_index_queue = PerLoop(SearchIndexQueue)  # this event loop's queue
 
 
-def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = 500) -> int:
+def chats_due_for_search(*, window: timedelta = CATCH_UP_WINDOW) -> list[int]:
+    """The chats updated since their documents were written, or never indexed, among those
+    updated within `window`. A server's start-up queues them (chats/lifespan.py)."""
+    stale = Q(search_document__isnull=True) | Q(search_document__indexed_at__lt=F("updated_at"))
+    recent = Chat.objects.filter(updated_at__gte=timezone.now() - window)
+    return list(recent.filter(stale).order_by("pk").values_list("pk", flat=True))
+
+
+def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BATCH) -> int:
     """Rebuild every chat's search document; return how many chats were indexed.
 
     `apps` lets migration 0006_library build the index with its historical models.
@@ -111,19 +131,28 @@ def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = 500) -> 
 @transaction.atomic
 def _index_chats(chat_ids: list[int], *, apps) -> None:
     document_model = apps.get_model("chats", "ChatSearchDocument")
+    # Before the chats are read: a change made while this runs leaves its chat due again.
+    fields = {"indexed_at": timezone.now()} if _has_field(document_model, "indexed_at") else {}
     texts = _document_texts(chat_ids, apps=apps)
     existing = dict(document_model.objects.filter(chat_id__in=texts).values_list("chat_id", "pk"))
     new, changed = [], []
     for chat_id, (title, body) in texts.items():
-        document = document_model(pk=existing.get(chat_id), chat_id=chat_id, title=title, body=body)
+        document = document_model(
+            pk=existing.get(chat_id), chat_id=chat_id, title=title, body=body, **fields
+        )
         (changed if document.pk else new).append(document)
     document_model.objects.bulk_create(new)
-    document_model.objects.bulk_update(changed, ["title", "body"])
+    document_model.objects.bulk_update(changed, ["title", "body", *fields])
     if connection.vendor == "postgresql":
         document_model.objects.filter(chat_id__in=texts).update(
             search_vector=SearchVector("title", weight="A", config=SEARCH_CONFIG)
             + SearchVector("body", weight="B", config=SEARCH_CONFIG)
         )
+
+
+def _has_field(model, name: str) -> bool:
+    """Migration 0006 indexes with the model as it was then, before `indexed_at`."""
+    return any(field.name == name for field in model._meta.get_fields())
 
 
 def _document_texts(chat_ids: list[int], *, apps) -> dict[int, tuple[str, str]]:

@@ -161,6 +161,29 @@ def test_an_answer_finished_just_before_shut_down_is_indexed_for_search(
     assert "zebrafish" in ChatSearchDocument.objects.get(chat=chat).body
 
 
+async def test_start_up_indexes_the_chats_a_dead_process_left_unindexed(user, chat):
+    """A process died between storing an answer and indexing it (the queue waits a moment to
+    batch): the next start-up indexes the chat."""
+
+    @database_sync_to_async
+    def answered_but_not_indexed() -> None:
+        indexed_at = timezone.now() - timedelta(minutes=1)  # before the answer was stored
+        ChatSearchDocument.objects.create(chat=chat, title="", body="q", indexed_at=indexed_at)
+        Turn.objects.create(
+            chat=chat,
+            question="q",
+            answer_text="Stranded lithium output.",
+            status=Turn.Status.COMPLETE,
+            finished_at=timezone.now(),
+        )
+        Chat.objects.filter(pk=chat.pk).update(updated_at=timezone.now())
+
+    await answered_but_not_indexed()
+    assert await start_and_stop() == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    body = await database_sync_to_async(lambda: ChatSearchDocument.objects.get(chat=chat).body)()
+    assert "lithium" in body
+
+
 FREEZE_SCRIPT = """
 import asyncio, gc
 from researchsite.heap import YOUNG_GENERATION_THRESHOLD, freeze_heap_after_startup, tune_collector

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from http import HTTPStatus
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from chats.agent.transcript import Transcript
-from chats.library.search import chat_search_for_user, chat_search_index_update
+from chats.library.search import (
+    chat_search_for_user,
+    chat_search_index_update,
+    chats_due_for_search,
+)
 from chats.models import Chat, ChatSearchDocument, Turn
 from chats.services import turn_finish, turn_start
 from tests.chats.library_factories import bigdata_source, finished_turn
@@ -201,3 +207,29 @@ def test_the_snippet_shows_a_match_deep_in_a_long_chat(analyst):
 
     [result] = chat_search_for_user(user=analyst, query="vanadium")
     assert "<mark>vanadium</mark> appears" in result.snippet_html
+
+
+def test_a_chat_changed_after_its_document_was_written_is_due_again(analyst):
+    """What start-up queues for the index: chats whose answers a process that died had not
+    indexed yet, and chats never indexed; not chats whose documents are current, nor chats
+    untouched for longer than the catch-up window."""
+    current = Chat.objects.create(owner=analyst, title="Current")
+    finished_turn(current, "Q", "Indexed nickel.")
+    behind = Chat.objects.create(owner=analyst, title="Behind")
+    turn = finished_turn(behind, "Q", "Indexed tin.")
+    never = Chat.objects.create(owner=analyst, title="Never indexed")
+    old = Chat.objects.create(owner=analyst, title="Old")
+    Chat.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=30))
+    # The answer that finished as its process died: stored, its indexing still queued.
+    earlier = timezone.now() - timedelta(minutes=1)
+    ChatSearchDocument.objects.filter(chat=behind).update(indexed_at=earlier)
+    Turn.objects.filter(pk=turn.pk).update(answer_text="Unindexed tungsten.")
+    Chat.objects.filter(pk=behind.pk).update(updated_at=timezone.now())
+
+    assert chats_due_for_search() == [behind.pk, never.pk]
+    assert chat_search_for_user(user=analyst, query="tungsten") == []
+
+    for chat_id in chats_due_for_search():
+        chat_search_index_update(chat_id=chat_id)
+    assert titles(chat_search_for_user(user=analyst, query="tungsten")) == ["Behind"]
+    assert chats_due_for_search() == []
