@@ -1,9 +1,10 @@
 """Store each run's events, then relay them: one batched write and one frame per chat per tick.
 
 Every running turn in this process appends here; a single flusher writes all pending events in
-one transaction every EVENT_FLUSH_INTERVAL and only then publishes them to each chat's group.
-Publishing after the commit is what makes resume gap-free: a page that subscribes and then
-reads the log sees every event either in the log or live (maybe both; seqs dedupe).
+one transaction every EVENT_FLUSH_INTERVAL and only then relays them to each chat's pages
+(`relay.py`). Relaying after the commit is what makes resume gap-free: a page that joins the
+relay and then reads the log sees every event either in the log or live (maybe both; seqs
+dedupe).
 
 A write that fails is retried turn by turn, so one turn's bad event never holds back the
 others (issue 9): the turn the database refuses is failed and its run told to stop.

@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 RECONNECT_DELAY = 0.5  # seconds between attempts to re-subscribe after Redis went away
 JOIN_TIMEOUT = 5.0  # seconds a page's join waits for Redis to list its process
-PUBLISH_TIMEOUT = 5.0  # seconds Redis has to take one tick's frames
+PUBLISH_TIMEOUT = 5.0  # seconds Redis has to take one tick's frames, or one pass of listings
 MAX_WAITING_FRAMES = 10_000  # frames waiting for Redis; past that, their chats catch up instead
 # A process's listing of a chat lasts LISTEN_LEASE seconds, renewed every LISTEN_RENEW: the
 # listings of a process that died lapse on their own.
@@ -62,8 +62,9 @@ MISSED = "missed"  # the kind of a message that tells other processes' pages to 
 # LISTENERS: ARGV[1] the asking process, ARGV[2] the sets' prefix, ARGV[3] the chat ids, space
 # separated. Returns [chat id, origin, ...] of the other processes listed. The script builds the
 # key names itself: one argument rather than one per chat, since redis-py packs each argument in
-# Python (200 chats cost 200 µs a tick as keys, ~25 as one string). So the relay does not run on
-# Redis Cluster, whose scripts must name their keys.
+# Python (a tick of 200 chats cost 200 µs of CPU as keys, 100 as one string, of which any
+# command's round trip is 75). So the relay does not run on Redis Cluster, whose scripts must
+# name their keys.
 LISTENERS = """
 local now = tonumber(redis.call('TIME')[1])
 local found = {}
@@ -195,6 +196,8 @@ class RedisRelay(LocalRelay):
         self._epoch = 0  # counts reconnections: a pass begun before one knows nothing after it
         self._listed: set[int] = set()  # chats this process is listed for
         self._unlisting: set[int] = set()  # chats the pass under way unlists
+        self._maybe_listed: set[int] = set()  # chats a failed pass may have left listed
+        self._catch_up_once_listed: set[int] = set()  # chats whose join gave up waiting
         self._lister: asyncio.Task | None = None
         self._listing_wanted = asyncio.Event()
         self._next_pass: asyncio.Future | None = None  # True once the next pass has listed
@@ -211,8 +214,8 @@ class RedisRelay(LocalRelay):
 
     async def join(self, chat_id: int, subscriber: Subscriber) -> None:
         """Deliver the chat's frames to `subscriber` from now on, from any process: once this
-        returns, this process is listed (or, if Redis did not answer in JOIN_TIMEOUT, will be,
-        and its pages then told to catch up)."""
+        returns, this process is listed, or, if Redis did not list it within JOIN_TIMEOUT,
+        will be, and the chat's pages here are then told to catch up."""
         await super().join(chat_id, subscriber)
         if (chat_id in self._listed and chat_id not in self._unlisting) or self._recovering:
             return  # listed already; or a recovery lists every chat with pages before it ends
@@ -221,21 +224,33 @@ class RedisRelay(LocalRelay):
                 listed = await asyncio.shield(self._listing_pass())
         except TimeoutError:
             listed = False
-        if not listed:
-            logger.warning("Redis did not list this process for chat %s in time", chat_id)
-            self._start_reader(recover=True)
+        if listed or self._closing:
+            return
+        logger.warning("Redis did not list this process for chat %s in time", chat_id)
+        inbox_open = self._inbox_open is not None and self._inbox_open.done()
+        if self._reader is None or self._reader.done() or not inbox_open:
+            self._start_reader(recover=True)  # lists every chat, then tells every page
+        else:  # the inbox works and the lister is slow: no need to drop the subscription
+            self._catch_up_once_listed.add(chat_id)
+            self._listing_pass()
 
     async def leave(self, chat_id: int, subscriber: Subscriber) -> None:
         await super().leave(chat_id, subscriber)
-        if chat_id not in self.subscribers and chat_id in self._listed:
+        if chat_id not in self.subscribers:
             self._listing_pass()  # unlisted in the background: a page closing does not wait
 
     def _listing_pass(self) -> asyncio.Future:
-        """Ask for a pass of the lister; its future says whether it listed what it was asked."""
+        """Ask for a pass of the lister; its future says whether the pass listed what it was
+        asked to (False: it failed, or the relay is closing)."""
+        loop = asyncio.get_running_loop()
+        if self._closing:
+            refused = loop.create_future()
+            refused.set_result(False)
+            return refused
         if self._lister is None or self._lister.done():
             self._lister = asyncio.create_task(self._list_forever(), name="relay-lister")
         if self._next_pass is None:
-            self._next_pass = asyncio.get_running_loop().create_future()
+            self._next_pass = loop.create_future()
         self._listing_wanted.set()
         return self._next_pass
 
@@ -253,32 +268,44 @@ class RedisRelay(LocalRelay):
             this_pass, self._next_pass = self._next_pass, None
             try:
                 lapsed = await self._list_pass(renew=renewing)
-            except Exception:
-                logger.warning("Listing this process's chats in Redis failed", exc_info=True)
-                if this_pass is not None:
+            except BaseException as error:
+                if this_pass is not None and not this_pass.done():
                     this_pass.set_result(False)
+                if not isinstance(error, Exception):
+                    raise  # cancelled: the relay is closing
+                logger.warning("Listing this process's chats in Redis failed", exc_info=True)
+                renew_at = loop.time() + RECONNECT_DELAY  # then renew every listing
                 continue
             if this_pass is not None:
                 this_pass.set_result(True)
             if lapsed:  # Redis lost them (restarted, evicted): frames may have gone elsewhere
                 logger.warning("Redis had lost %d of this process's listings", len(lapsed))
-                for chat_id in lapsed:
-                    self._tell_missed(chat_id)
+            for chat_id in (*lapsed, *(self._catch_up_once_listed & self._listed)):
+                self._tell_missed(chat_id)
+            self._catch_up_once_listed &= set(self.subscribers) - self._listed
 
     async def _list_pass(self, *, renew: bool) -> list[int]:
         """List this process for the chats with pages here, unlist it from the others; return
         the chats whose listing Redis had lost."""
         epoch, wanted, listed = self._epoch, set(self.subscribers), set(self._listed)
-        to_list, to_unlist = (wanted if renew else wanted - listed), listed - wanted
+        to_list = wanted if renew else wanted - listed
+        to_unlist = (listed | self._maybe_listed) - wanted
         if not to_list and not to_unlist:
             return []
         self._unlisting = to_unlist
         try:
-            async with asyncio.timeout(JOIN_TIMEOUT):
+            async with asyncio.timeout(PUBLISH_TIMEOUT):
                 await self._open_inbox()  # frames sent once the process is listed must arrive
                 new = await self._list_in_redis(to_list, to_unlist)
+        except BaseException:
+            # Redis may or may not have unlisted them: not listed as far as a join can tell
+            # (it waits for a pass that lists it again), and unlisted again by the next pass.
+            self._listed -= to_unlist
+            self._maybe_listed |= to_unlist
+            raise
         finally:
             self._unlisting = set()
+        self._maybe_listed -= to_unlist | to_list
         if epoch != self._epoch:
             return []  # the reader reconnected meanwhile: it lists everything again
         self._listed = (self._listed - to_unlist) | to_list
@@ -299,6 +326,8 @@ class RedisRelay(LocalRelay):
     def _start_reader(self, *, recover: bool = False) -> None:
         if self._closing:
             return
+        if recover and self._recovering and self._reader is not None and not self._reader.done():
+            return  # a recovery is under way already
         if self._reader is not None:
             self._reader.cancel()
         if self._inbox_open is None or self._inbox_open.done():
@@ -326,7 +355,10 @@ class RedisRelay(LocalRelay):
                 await self._reconnect()
                 continue
             if message is not None:
-                self._receive(message)
+                try:
+                    self._receive(message)
+                except Exception:  # a message not of our making must not stop the reader
+                    logger.exception("The relay could not read a message from Redis")
 
     def _receive(self, message: dict) -> None:
         kind = message["type"]
@@ -346,7 +378,10 @@ class RedisRelay(LocalRelay):
 
     def _tell_missed(self, chat_id: int) -> None:
         for subscriber in tuple(self.subscribers.get(chat_id, ())):
-            subscriber.missed()
+            try:
+                subscriber.missed()
+            except Exception:  # one broken page must not cost the others their catch-up
+                logger.exception("Telling a page of chat %s to catch up failed", chat_id)
 
     async def _reconnect(self) -> None:
         """Reconnect until Redis answers, open the inbox, list every chat with pages here, then
@@ -462,11 +497,14 @@ class RedisRelay(LocalRelay):
         self._closing = True
         if self._next_pass is not None and not self._next_pass.done():
             self._next_pass.set_result(False)  # a page joining now reads the log as it is
+        self._next_pass = None
         tasks = [t for t in (self._reader, self._lister) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        listed, self._listed = set(self._listed), set()
+        # And what a cancelled pass was listing or unlisting, or a failed one may have left.
+        listed = self._listed | self._unlisting | self._maybe_listed | set(self.subscribers)
+        self._listed = set()
         if listed:  # other processes stop sending this one frames now, not at LISTEN_LEASE
             try:
                 async with asyncio.timeout(PUBLISH_TIMEOUT):
