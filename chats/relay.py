@@ -301,7 +301,7 @@ class RedisRelay(LocalRelay):
             # Redis may or may not have unlisted them: not listed as far as a join can tell
             # (it waits for a pass that lists it again), and unlisted again by the next pass.
             self._listed -= to_unlist
-            self._maybe_listed |= to_unlist
+            self._maybe_listed |= to_unlist | (to_list - self._listed)
             raise
         finally:
             self._unlisting = set()
@@ -347,18 +347,25 @@ class RedisRelay(LocalRelay):
                 await self._reconnect()
         while True:
             try:
-                message = await self._pubsub.get_message(timeout=None)
+                message = await self._pubsub.get_message(timeout=LISTEN_RENEW)
+                if message is None:  # quiet: a connection can die without a word (a failover)
+                    await self._pubsub.ping()
+                    message = await self._pubsub.get_message(timeout=JOIN_TIMEOUT)
+                    if message is None:
+                        raise TimeoutError("Redis did not answer PING")
             except asyncio.CancelledError:
                 raise
             except Exception:
                 logger.warning("The relay's Redis subscription broke", exc_info=True)
                 await self._reconnect()
                 continue
-            if message is not None:
-                try:
-                    self._receive(message)
-                except Exception:  # a message not of our making must not stop the reader
-                    logger.exception("The relay could not read a message from Redis")
+            self._receive_safely(message)
+
+    def _receive_safely(self, message: dict) -> None:
+        try:
+            self._receive(message)
+        except Exception:  # a message not of our making must not stop the reader
+            logger.exception("The relay could not read a message from Redis")
 
     def _receive(self, message: dict) -> None:
         kind = message["type"]
@@ -388,6 +395,7 @@ class RedisRelay(LocalRelay):
         tell every page to catch up: frames sent meanwhile went nowhere."""
         self._recovering = True
         self._epoch += 1
+        self._maybe_listed |= self._listed  # listed again below, or unlisted if their pages left
         self._listed.clear()
         while True:
             await asyncio.sleep(RECONNECT_DELAY)
@@ -403,7 +411,7 @@ class RedisRelay(LocalRelay):
                         raise TimeoutError("Redis did not answer PING")
                     if reply["type"] in (b"pong", "pong"):
                         break
-                    self._receive(reply)
+                    self._receive_safely(reply)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -433,7 +433,7 @@ async def test_closing_the_relay_releases_a_join_that_waits(chat, monkeypatch):
     unlisting hangs too), and leaves nothing running."""
     from chats import relay as relay_module
 
-    monkeypatch.setattr(relay_module, "PUBLISH_TIMEOUT", 0.5)
+    monkeypatch.setattr(relay_module, "PUBLISH_TIMEOUT", 2.0)  # the join's release is not this
     elsewhere = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
     page = Page()
 
@@ -447,7 +447,7 @@ async def test_closing_the_relay_releases_a_join_that_waits(chat, monkeypatch):
     closing = asyncio.create_task(elsewhere.close())
     await asyncio.wait_for(joining, 0.3)
     await closing
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3.0
     assert elsewhere._lister.done() and elsewhere._reader.done()
 
 
