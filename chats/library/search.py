@@ -7,8 +7,8 @@ match, stemmed, and the last also as a prefix so results appear while typing.
 
 `chat_search_index_update` must run whenever what a chat's document holds changes: a turn
 finishes (`turn_finish`, or for a run `SearchIndexQueue`), the chat is renamed. A document
-records when it was read from its chat; a chat updated since (a process died with the chat in
-its queue) is indexed again when a server starts (`chat_search_index_catch_up`).
+keeps its chat's `updated_at` as read; a chat updated since (a process died with the chat in
+its queue) is indexed again when a server starts (`chats_due_for_search`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from html import escape
 
 from channels.db import database_sync_to_async
@@ -111,9 +111,9 @@ get_search_index_queue = PerLoop(SearchIndexQueue)  # this event loop's queue
 def chats_due_for_search(*, window: timedelta = CATCH_UP_WINDOW) -> list[int]:
     """The chats updated since their documents were written, or never indexed, among those
     updated within `window`. A server's start-up queues them (chats/lifespan.py)."""
-    stale = Q(search_document__isnull=True) | Q(search_document__indexed_at__lt=F("updated_at"))
+    current = Q(search_document__chat_updated_at=F("updated_at"))
     recent = Chat.objects.filter(updated_at__gte=timezone.now() - window)
-    return list(recent.filter(stale).order_by("pk").values_list("pk", flat=True))
+    return list(recent.exclude(current).order_by("pk").values_list("pk", flat=True))
 
 
 def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BATCH) -> int:
@@ -131,36 +131,46 @@ def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BA
 @transaction.atomic
 def _index_chats(chat_ids: list[int], *, apps) -> None:
     document_model = apps.get_model("chats", "ChatSearchDocument")
-    # Before the chats are read: a change made while this runs leaves its chat due again.
-    fields = {"indexed_at": timezone.now()} if _has_field(document_model, "indexed_at") else {}
-    texts = _document_texts(chat_ids, apps=apps)
-    existing = dict(document_model.objects.filter(chat_id__in=texts).values_list("chat_id", "pk"))
-    new, changed = [], []
-    for chat_id, (title, body) in texts.items():
-        document = document_model(
-            pk=existing.get(chat_id), chat_id=chat_id, title=title, body=body, **fields
+    stamped = _has_field(document_model, "chat_updated_at")  # not in migration 0006's model
+    documents = [
+        document_model(
+            chat_id=chat_id,
+            title=title,
+            body=body,
+            **({"chat_updated_at": updated_at} if stamped else {}),
         )
-        (changed if document.pk else new).append(document)
-    document_model.objects.bulk_create(new)
-    document_model.objects.bulk_update(changed, ["title", "body", *fields])
+        for chat_id, (title, body, updated_at) in _document_texts(chat_ids, apps=apps).items()
+    ]
+    # An upsert: two processes indexing a chat that has no document yet must not fail each
+    # other's batch on the unique chat.
+    document_model.objects.bulk_create(
+        documents,
+        update_conflicts=True,
+        unique_fields=["chat"],
+        update_fields=["title", "body", *(["chat_updated_at"] if stamped else [])],
+    )
     if connection.vendor == "postgresql":
-        document_model.objects.filter(chat_id__in=texts).update(
+        document_model.objects.filter(chat_id__in=[d.chat_id for d in documents]).update(
             search_vector=SearchVector("title", weight="A", config=SEARCH_CONFIG)
             + SearchVector("body", weight="B", config=SEARCH_CONFIG)
         )
 
 
 def _has_field(model, name: str) -> bool:
-    """Migration 0006 indexes with the model as it was then, before `indexed_at`."""
+    """Migration 0006 indexes with the model as it was then, before `chat_updated_at`."""
     return any(field.name == name for field in model._meta.get_fields())
 
 
-def _document_texts(chat_ids: list[int], *, apps) -> dict[int, tuple[str, str]]:
-    """Return (title, body) by chat id: questions and answers in order, then source names."""
+def _document_texts(chat_ids: list[int], *, apps) -> dict[int, tuple[str, str, datetime]]:
+    """Return (title, body, the chat's updated_at) by chat id: questions and answers in order,
+    then source names. The chat row is read first: a turn that commits after it leaves the
+    chat's updated_at newer than the one returned, so the chat is due again."""
     chat_model = apps.get_model("chats", "Chat")
     turn_model = apps.get_model("chats", "Turn")
     reference_model = apps.get_model("citations", "Reference")
-    titles = dict(chat_model.objects.filter(pk__in=chat_ids).values_list("pk", "title"))
+    rows = list(chat_model.objects.filter(pk__in=chat_ids).values_list("pk", "title", "updated_at"))
+    titles = {chat_id: title for chat_id, title, _ in rows}
+    updated = {chat_id: updated_at for chat_id, _, updated_at in rows}
     parts: dict[int, list[str]] = {chat_id: [] for chat_id in titles}
     turns = (
         turn_model.objects.filter(chat_id__in=titles)
@@ -181,6 +191,7 @@ def _document_texts(chat_ids: list[int], *, apps) -> dict[int, tuple[str, str]]:
         chat_id: (
             _clean(title),
             _clean("\n".join(p for p in parts[chat_id] if p))[:MAX_BODY_CHARS],
+            updated[chat_id],
         )
         for chat_id, title in titles.items()
     }

@@ -167,8 +167,8 @@ async def test_start_up_indexes_the_chats_a_dead_process_left_unindexed(user, ch
 
     @database_sync_to_async
     def answered_but_not_indexed() -> None:
-        indexed_at = timezone.now() - timedelta(minutes=1)  # before the answer was stored
-        ChatSearchDocument.objects.create(chat=chat, title="", body="q", indexed_at=indexed_at)
+        before = Chat.objects.get(pk=chat.pk).updated_at  # the document, before the answer
+        ChatSearchDocument.objects.create(chat=chat, title="", body="q", chat_updated_at=before)
         Turn.objects.create(
             chat=chat,
             question="q",

@@ -220,13 +220,14 @@ def test_a_chat_changed_after_its_document_was_written_is_due_again(analyst):
     never = Chat.objects.create(owner=analyst, title="Never indexed")
     old = Chat.objects.create(owner=analyst, title="Old")
     Chat.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=30))
+    written_before = Chat.objects.create(owner=analyst, title="Indexed before the column")
+    finished_turn(written_before, "Q", "Old lead.")
+    ChatSearchDocument.objects.filter(chat=written_before).update(chat_updated_at=None)
     # The answer that finished as its process died: stored, its indexing still queued.
-    earlier = timezone.now() - timedelta(minutes=1)
-    ChatSearchDocument.objects.filter(chat=behind).update(indexed_at=earlier)
     Turn.objects.filter(pk=turn.pk).update(answer_text="Unindexed tungsten.")
     Chat.objects.filter(pk=behind.pk).update(updated_at=timezone.now())
 
-    assert chats_due_for_search() == [behind.pk, never.pk]
+    assert chats_due_for_search() == [behind.pk, never.pk, written_before.pk]
     assert chat_search_for_user(user=analyst, query="tungsten") == []
 
     for chat_id in chats_due_for_search():

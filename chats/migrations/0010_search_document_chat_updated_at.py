@@ -4,8 +4,8 @@ from django.db import migrations, models
 
 
 # Nullable and without a default: on SQLite an ALTER TABLE, where a default would rebuild the
-# table and lose the full-text index's triggers (migration 0006). Existing documents stay NULL:
-# they were written when their chats last changed.
+# table and lose the full-text index's triggers (migration 0006). Existing documents stay NULL,
+# so the first start-up indexes the chats changed in the last week once more.
 
 
 class Migration(migrations.Migration):
@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name="chatsearchdocument",
-            name="indexed_at",
+            name="chat_updated_at",
             field=models.DateTimeField(editable=False, null=True),
         ),
     ]
