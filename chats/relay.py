@@ -181,7 +181,6 @@ class RedisRelay(LocalRelay):
         # One DriverInfo for every connection: without it, each new connection looks redis-py's
         # version up in the installed packages' metadata (~0.2 ms).
         self.redis = redis.Redis.from_url(url, driver_info=DriverInfo())
-        self.prefix = prefix
         self.origin = uuid.uuid4().hex[:12] + f"-{os.getpid()}"
         self._inbox_prefix = f"{prefix}process.".encode()
         self._inbox = self._inbox_prefix + self.origin.encode()
@@ -490,19 +489,19 @@ class RedisRelay(LocalRelay):
         for chat_id, f in frames:
             targets = inboxes.get(chat_id)
             if targets:
-                message = f"{chat_id}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
+                text = f"{chat_id}|{f.kind}|{f.turn_id}|{f.first_seq}|{f.last_seq}|{f.text}"
+                message = text.encode()  # once, whatever the number of processes
                 for inbox in targets:
-                    args += (inbox, message.encode())
+                    args += (inbox, message)
         await self._publish_all(args=args)
 
     async def close(self) -> None:
+        self._closing = True
         if self._publisher is not None:  # what is waiting gets one try, PUBLISH_TIMEOUT at most
-            self._closing = True
             self._frames_waiting.set()
             await asyncio.wait([self._publisher], timeout=PUBLISH_TIMEOUT)
             self._publisher.cancel()
             await asyncio.gather(self._publisher, return_exceptions=True)
-        self._closing = True
         if self._next_pass is not None and not self._next_pass.done():
             self._next_pass.set_result(False)  # a page joining now reads the log as it is
         self._next_pass = None
@@ -510,8 +509,9 @@ class RedisRelay(LocalRelay):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        # And what a cancelled pass was listing or unlisting, or a failed one may have left.
-        listed = self._listed | self._unlisting | self._maybe_listed | set(self.subscribers)
+        # And what a cancelled or failed pass may have left listed (it put them in _maybe_listed),
+        # or was about to list.
+        listed = self._listed | self._maybe_listed | set(self.subscribers)
         self._listed = set()
         if listed:  # other processes stop sending this one frames now, not at LISTEN_LEASE
             try:

@@ -168,19 +168,18 @@ def _document_texts(chat_ids: list[int], *, apps) -> dict[int, tuple[str, str, d
     chat_model = apps.get_model("chats", "Chat")
     turn_model = apps.get_model("chats", "Turn")
     reference_model = apps.get_model("citations", "Reference")
-    rows = list(chat_model.objects.filter(pk__in=chat_ids).values_list("pk", "title", "updated_at"))
-    titles = {chat_id: title for chat_id, title, _ in rows}
-    updated = {chat_id: updated_at for chat_id, _, updated_at in rows}
-    parts: dict[int, list[str]] = {chat_id: [] for chat_id in titles}
+    rows = chat_model.objects.filter(pk__in=chat_ids).values_list("pk", "title", "updated_at")
+    chats = {chat_id: (title, updated_at) for chat_id, title, updated_at in rows}
+    parts: dict[int, list[str]] = {chat_id: [] for chat_id in chats}
     turns = (
-        turn_model.objects.filter(chat_id__in=titles)
+        turn_model.objects.filter(chat_id__in=chats)
         .order_by("chat_id", "created_at", "pk")
         .values_list("chat_id", "question", "answer_text")
     )
     for chat_id, question, answer in turns:
         parts[chat_id] += [question, _markdown_as_text(answer)]
     sources = (
-        reference_model.objects.filter(turn__chat_id__in=titles, source__isnull=False)
+        reference_model.objects.filter(turn__chat_id__in=chats, source__isnull=False)
         .order_by("turn__chat_id", "source__label")
         .values_list("turn__chat_id", "source__name", "source__headline")
         .distinct()
@@ -191,9 +190,9 @@ def _document_texts(chat_ids: list[int], *, apps) -> dict[int, tuple[str, str, d
         chat_id: (
             _clean(title),
             _clean("\n".join(p for p in parts[chat_id] if p))[:MAX_BODY_CHARS],
-            updated[chat_id],
+            updated_at,
         )
-        for chat_id, title in titles.items()
+        for chat_id, (title, updated_at) in chats.items()
     }
 
 
