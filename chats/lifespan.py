@@ -1,6 +1,7 @@
 """ASGI lifespan: at start-up, recover turns orphaned by a dead process and queue the chats it
-left unindexed for search; at shutdown, end runs and leave nothing behind (no pending write,
-indexing pass, Redis listing, subscription or connection)."""
+left unindexed for search (looking again every few minutes while serving); at shutdown, end
+runs and leave nothing behind (no pending write, indexing pass, Redis listing, subscription or
+connection)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .agent.client import close_http_sessions
 from .agent.providers import preload_sdks
 from .asks import get_ask_batches
 from .event_log import get_event_log
-from .library.search import chats_due_for_search, get_search_index_queue
+from .library.search import get_search_index_queue
 from .relay import close_relay
 from .runner import get_finish_batches, get_registry, sweep_orphans
 
@@ -32,12 +33,12 @@ async def lifespan_app(scope, receive, send) -> None:
                 await sweep_orphans()
             except Exception:
                 logger.exception("Start-up recovery of orphaned turns failed; serving anyway")
+            search_index = get_search_index_queue()
             try:  # chats a process that died had queued for the search index
-                get_search_index_queue().add_many(
-                    await database_sync_to_async(chats_due_for_search)()
-                )
+                await search_index.catch_up()
             except Exception:
                 logger.exception("Looking for chats due for the search index failed")
+            search_index.keep_catching_up()  # and a batch that fails while serving
             get_registry().ensure_heartbeat()
             try:
                 await asyncio.to_thread(preload_sdks)

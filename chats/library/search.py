@@ -8,13 +8,15 @@ match, stemmed, and the last also as a prefix so results appear while typing.
 `chat_search_index_update` must run whenever what a chat's document holds changes: a turn
 finishes (`turn_finish`, or for a run `SearchIndexQueue`), the chat is renamed. A document
 keeps its chat's `updated_at` as read; a chat updated since (a process died with the chat in
-its queue) is indexed again when a server starts (`chats_due_for_search`).
+its queue, or a batch failed) is found by the queue's catch-up passes: at start-up and every
+CATCH_UP_EVERY while serving (`chats_due_for_search`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,7 +48,15 @@ MAX_BODY_CHARS = 200_000
 # Start-up looks for chats whose documents fell behind among those updated this recently: a
 # process that died longer ago than that is `manage.py rebuild_search_index`'s to mend.
 CATCH_UP_WINDOW = timedelta(days=7)
+# While serving, the queue looks again this often, from where its last look left off: a batch
+# that failed (the database down for a moment) is indexed minutes later, not at the next start.
+CATCH_UP_EVERY = timedelta(minutes=5)
+# Those passes leave alone chats changed this recently (their own process's queue has them, or
+# their transaction has yet to commit), and look back this far before the previous cut-off.
+CATCH_UP_SETTLE = timedelta(minutes=1)
 INDEX_BATCH = 500  # chats per indexing transaction: on SQLite it holds the one write lock
+# Shutdown indexes what is due for at most this long; what is left, the next start-up finds.
+DRAIN_SECONDS = 10.0
 # Snippets come back from the database as plain text with these around each match: the text is
 # escaped first, then they become our own <mark> tags. Private-use characters, removed from
 # documents, so stored text can never produce a tag.
@@ -72,35 +82,95 @@ class SearchIndexQueue:
     """Chats whose documents are due, indexed together a moment later, off the answers' path.
 
     Two hundred answers finishing at once are one indexing pass after their pages have them,
-    rather than two hundred passes in the way of their final frames (issue 13).
+    rather than two hundred passes in the way of their final frames (issue 13). Fresh changes
+    go first; chats a catch-up pass found behind follow, newest first.
     """
 
     def __init__(self, delay: float = 0.25) -> None:
         self.delay = delay
-        self._due: set[int] = set()
+        self._fresh: dict[int, None] = {}  # an ordered set: answers and renames, as they came
+        self._behind: dict[int, None] = {}  # found by catch-up passes, newest first
         self._task: asyncio.Task | None = None
+        self._catching_up: asyncio.Task | None = None
+        # Where the next pass starts: the last pass's cut-off, or None for the whole window
+        # (at first, and after a failed batch, whose chats may be older than any cut-off).
+        self._caught_up_to: datetime | None = None
+        self._failed_batches = 0
+        self._stop_at = math.inf  # loop time after which no new batch starts (shutdown)
 
     def add(self, chat_id: int) -> None:
         self.add_many([chat_id])
 
     def add_many(self, chat_ids: list[int]) -> None:
-        self._due.update(chat_ids)
-        if self._due and (self._task is None or self._task.done()):
+        self._fresh.update(dict.fromkeys(chat_ids))
+        self._start()
+
+    def _add_behind(self, chat_ids: list[int]) -> None:
+        self._behind.update(dict.fromkeys(i for i in chat_ids if i not in self._fresh))
+        self._start()
+
+    def _start(self) -> None:
+        if (self._fresh or self._behind) and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._index_due(), name="search-index")
 
+    def _next_batch(self) -> list[int]:
+        batch: list[int] = []
+        for due in (self._fresh, self._behind):
+            while due and len(batch) < INDEX_BATCH:
+                chat_id = next(iter(due))
+                del due[chat_id]
+                batch.append(chat_id)
+        return batch
+
     async def _index_due(self) -> None:
-        while self._due:
+        loop = asyncio.get_running_loop()
+        while (self._fresh or self._behind) and loop.time() < self._stop_at:
             await asyncio.sleep(self.delay)
-            due = sorted(self._due)[:INDEX_BATCH]
-            self._due.difference_update(due)
+            due = self._next_batch()
             try:
                 await database_sync_to_async(_index_chats)(due, apps=installed_apps)
-            except Exception:  # their next change, the next start-up or `rebuild_search_index` will
+            except Exception:  # the next catch-up pass finds them again
                 logger.exception("Indexing %d chats for search failed", len(due))
+                self._failed_batches += 1
+                self._caught_up_to = None
 
-    async def drain(self) -> None:
-        """Index every chat that is due now (the server's shutdown calls this)."""
+    async def catch_up(self, *, settle: timedelta = timedelta(0)) -> None:
+        """Queue the chats whose documents fell behind, among those updated within
+        CATCH_UP_WINDOW (at start-up, or after a failed batch) or since the last pass, up to
+        `settle` ago."""
+        failures = self._failed_batches
+        now = timezone.now()
+        since = (self._caught_up_to or now - CATCH_UP_WINDOW) - CATCH_UP_SETTLE
+        until = now - settle
+        due = await database_sync_to_async(chats_due_for_search)(since=since, until=until)
+        if self._failed_batches == failures:  # else a batch failed meanwhile: keep the window
+            self._caught_up_to = until
+        self._add_behind(due)
+
+    def keep_catching_up(self, every: timedelta = CATCH_UP_EVERY) -> None:
+        """Run `catch_up` every `every` until `drain`, in the background."""
+        if self._catching_up is None or self._catching_up.done():
+            self._catching_up = asyncio.create_task(
+                self._catch_up_forever(every.total_seconds()), name="search-catch-up"
+            )
+
+    async def _catch_up_forever(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.catch_up(settle=CATCH_UP_SETTLE)
+            except Exception:  # the next pass starts where the last one that succeeded left off
+                logger.exception("Looking for chats due for the search index failed")
+
+    async def drain(self, within: float = DRAIN_SECONDS) -> None:
+        """Index what is due now, fresh changes first, starting no batch after `within`
+        seconds (the server's shutdown calls this). A batch running then is waited for: left
+        on its thread, it would outlive the server's database connections."""
+        if self._catching_up is not None:
+            self._catching_up.cancel()
+            await asyncio.gather(self._catching_up, return_exceptions=True)
         self.delay = 0
+        self._stop_at = asyncio.get_running_loop().time() + within
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
 
@@ -108,12 +178,16 @@ class SearchIndexQueue:
 get_search_index_queue = PerLoop(SearchIndexQueue)  # this event loop's queue
 
 
-def chats_due_for_search(*, window: timedelta = CATCH_UP_WINDOW) -> list[int]:
+def chats_due_for_search(*, since: datetime, until: datetime | None = None) -> list[int]:
     """The chats updated since their documents were written, or never indexed, among those
-    updated within `window`. A server's start-up queues them (chats/lifespan.py)."""
+    updated from `since` (to `until`), newest first. The queue's catch-up passes queue them."""
     current = Q(search_document__chat_updated_at=F("updated_at"))
-    recent = Chat.objects.filter(updated_at__gte=timezone.now() - window)
-    return list(recent.exclude(current).order_by("pk").values_list("pk", flat=True))
+    updated = Chat.objects.filter(updated_at__gte=since)
+    if until is not None:
+        updated = updated.filter(updated_at__lt=until)
+    return list(
+        updated.exclude(current).order_by("-updated_at", "-pk").values_list("pk", flat=True)
+    )
 
 
 def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BATCH) -> int:

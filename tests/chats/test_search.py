@@ -210,9 +210,9 @@ def test_the_snippet_shows_a_match_deep_in_a_long_chat(analyst):
 
 
 def test_a_chat_changed_after_its_document_was_written_is_due_again(analyst):
-    """What start-up queues for the index: chats whose answers a process that died had not
-    indexed yet, and chats never indexed; not chats whose documents are current, nor chats
-    untouched for longer than the catch-up window."""
+    """What a catch-up pass queues for the index, newest first: chats whose answers a process
+    that died had not indexed yet, and chats never indexed; not chats whose documents are
+    current, nor chats untouched since the pass's start."""
     current = Chat.objects.create(owner=analyst, title="Current")
     finished_turn(current, "Q", "Indexed nickel.")
     behind = Chat.objects.create(owner=analyst, title="Behind")
@@ -227,10 +227,12 @@ def test_a_chat_changed_after_its_document_was_written_is_due_again(analyst):
     Turn.objects.filter(pk=turn.pk).update(answer_text="Unindexed tungsten.")
     Chat.objects.filter(pk=behind.pk).update(updated_at=timezone.now())
 
-    assert chats_due_for_search() == [behind.pk, never.pk, written_before.pk]
+    week_ago = timezone.now() - timedelta(days=7)
+    assert chats_due_for_search(since=week_ago) == [behind.pk, written_before.pk, never.pk]
+    assert chats_due_for_search(since=week_ago, until=timezone.now() - timedelta(minutes=1)) == []
     assert chat_search_for_user(user=analyst, query="tungsten") == []
 
-    for chat_id in chats_due_for_search():
+    for chat_id in chats_due_for_search(since=week_ago):
         chat_search_index_update(chat_id=chat_id)
     assert titles(chat_search_for_user(user=analyst, query="tungsten")) == ["Behind"]
-    assert chats_due_for_search() == []
+    assert chats_due_for_search(since=week_ago) == []
