@@ -22,10 +22,11 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from .agent.events import AgentEvent
+from .batches import DATABASE_FAILING
 from .compact_json import compact_json, strict_json
 from .models import TurnEvent
 from .per_loop import PerLoop
@@ -33,10 +34,9 @@ from .protocol import event_view, publish_to_chats, turn_events
 
 logger = logging.getLogger(__name__)
 
-# Errors of the database rather than of the data (down, locked, restarting): the same write may
-# succeed in a moment, so the turn's events stay pending, retried every RETRY_DELAY, until its
-# writes have failed for TRANSIENT_GRACE seconds.
-TRANSIENT_ERRORS = (OperationalError, InterfaceError)
+# On errors of the database rather than of the data (DATABASE_FAILING: down, locked,
+# restarting) the same write may succeed in a moment, so the turn's events stay pending, retried
+# every RETRY_DELAY, until its writes have failed for TRANSIENT_GRACE seconds.
 TRANSIENT_GRACE = 5.0
 RETRY_DELAY = 1.0
 
@@ -147,7 +147,7 @@ class EventLog:
         for turn_id, events in by_turn.items():
             try:
                 await _write(events)
-            except TRANSIENT_ERRORS as error:
+            except DATABASE_FAILING as error:
                 now = asyncio.get_running_loop().time()
                 since = self._failing_since.setdefault(turn_id, now)
                 if now - since < TRANSIENT_GRACE:
@@ -237,7 +237,7 @@ def _write_now(batch: list[PendingEvent]) -> None:
     with transaction.atomic(), db.cursor() as cursor:
         if db.vendor == "postgresql":
             # The raw cursor's COPY: wrap_database_errors gives its errors Django's classes, so
-            # a transient refusal is still an OperationalError, retried (TRANSIENT_ERRORS).
+            # a transient refusal is still an OperationalError, retried (DATABASE_FAILING).
             copy_rows = f"COPY {table} {_COLUMNS} FROM STDIN"
             with db.wrap_database_errors, cursor.copy(copy_rows) as copy:
                 for row in rows:

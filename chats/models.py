@@ -198,11 +198,12 @@ class ChatSearchDocument(models.Model):
     body = models.TextField(blank=True)
     search_vector = SearchVectorField(null=True, editable=False)
     # The chat's updated_at as read with its title: a chat whose updated_at differs has changed
-    # since (start-up indexes the chats a process that died had queued:
-    # `search.chats_due_for_search`). A copy, not a clock reading, so that neither the clocks of
-    # two hosts nor a change committing while the text is read can hide a change. NULL: written
-    # before this column. Nullable, so that adding it on SQLite is an ALTER TABLE, not a
-    # rebuild of the table that would drop the full-text triggers.
+    # since (the search queue's catch-up passes, at start-up and every few minutes, index the
+    # chats a process that died had queued: `search.chats_due_for_search`). A copy, not a clock
+    # reading, so that neither the clocks of two hosts nor a change committing while the text
+    # is read can hide a change. NULL: written before this column. Nullable, so that adding it
+    # on SQLite is an ALTER TABLE, not a rebuild of the table that would drop the full-text
+    # triggers.
     chat_updated_at = models.DateTimeField(null=True, editable=False)
 
     def __str__(self) -> str:

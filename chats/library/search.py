@@ -15,6 +15,7 @@ CATCH_UP_EVERY while serving (`chats_due_for_search`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import re
@@ -26,12 +27,13 @@ from channels.db import database_sync_to_async
 from django.apps import apps as installed_apps
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection, transaction
-from django.db.models import F, Q, Value
+from django.db.models import Exists, F, OuterRef, Q, Value
 from django.db.models.functions import Greatest, Lower, StrIndex, Substr
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from ..models import Chat, ChatSearchDocument
+from ..batches import DATABASE_FAILING
+from ..models import Chat, ChatSearchDocument, Turn
 from ..per_loop import PerLoop
 
 logger = logging.getLogger(__name__)
@@ -48,12 +50,15 @@ MAX_BODY_CHARS = 200_000
 # Start-up looks for chats whose documents fell behind among those updated this recently: a
 # process that died longer ago than that is `manage.py rebuild_search_index`'s to mend.
 CATCH_UP_WINDOW = timedelta(days=7)
-# While serving, the queue looks again this often, from where its last look left off: a batch
-# that failed (the database down for a moment) is indexed minutes later, not at the next start.
+# While serving, the queue looks again this often, over the chats changed since its last look,
+# and retries the chats whose batch failed (the database down for a moment): they are indexed
+# minutes later, not at the next start.
 CATCH_UP_EVERY = timedelta(minutes=5)
-# Those passes leave alone chats changed this recently (their own process's queue has them, or
-# their transaction has yet to commit), and look back this far before the previous cut-off.
+# Those passes leave alone chats changed this recently: their own process's queue has them.
 CATCH_UP_SETTLE = timedelta(minutes=1)
+# And look back this far before the previous pass's cut-off: a change stamped before it may
+# have committed after it.
+CATCH_UP_OVERLAP = timedelta(minutes=1)
 INDEX_BATCH = 500  # chats per indexing transaction: on SQLite it holds the one write lock
 # Shutdown indexes what is due for at most this long; what is left, the next start-up finds.
 DRAIN_SECONDS = 10.0
@@ -82,31 +87,34 @@ class SearchIndexQueue:
     """Chats whose documents are due, indexed together a moment later, off the answers' path.
 
     Two hundred answers finishing at once are one indexing pass after their pages have them,
-    rather than two hundred passes in the way of their final frames (issue 13). Fresh changes
+    rather than two hundred passes in the way of their final frames (issue 13). Fresh answers
     go first; chats a catch-up pass found behind follow, newest first.
     """
 
     def __init__(self, delay: float = 0.25) -> None:
         self.delay = delay
-        self._fresh: dict[int, None] = {}  # an ordered set: answers and renames, as they came
+        self._fresh: dict[int, None] = {}  # an ordered set: finished answers, as they came
         self._behind: dict[int, None] = {}  # found by catch-up passes, newest first
+        self._failed: set[int] = set()  # retried by the next catch-up pass
         self._task: asyncio.Task | None = None
         self._catching_up: asyncio.Task | None = None
-        # Where the next pass starts: the last pass's cut-off, or None for the whole window
-        # (at first, and after a failed batch, whose chats may be older than any cut-off).
-        self._caught_up_to: datetime | None = None
-        self._failed_batches = 0
+        self._stopping = asyncio.Event()
+        self._caught_up_to: datetime | None = None  # None: the next pass takes the whole window
         self._stop_at = math.inf  # loop time after which no new batch starts (shutdown)
 
     def add(self, chat_id: int) -> None:
         self.add_many([chat_id])
 
     def add_many(self, chat_ids: list[int]) -> None:
-        self._fresh.update(dict.fromkeys(chat_ids))
+        for chat_id in chat_ids:
+            self._behind.pop(chat_id, None)
+            self._fresh[chat_id] = None
         self._start()
 
     def _add_behind(self, chat_ids: list[int]) -> None:
-        self._behind.update(dict.fromkeys(i for i in chat_ids if i not in self._fresh))
+        """Queue `chat_ids` (newest first) ahead of the older backlog, behind fresh answers."""
+        queued = [*chat_ids, *self._behind]
+        self._behind = dict.fromkeys(i for i in queued if i not in self._fresh)
         self._start()
 
     def _start(self) -> None:
@@ -124,28 +132,45 @@ class SearchIndexQueue:
 
     async def _index_due(self) -> None:
         loop = asyncio.get_running_loop()
-        while (self._fresh or self._behind) and loop.time() < self._stop_at:
+        while self._fresh or self._behind:
             await asyncio.sleep(self.delay)
-            due = self._next_batch()
-            try:
-                await database_sync_to_async(_index_chats)(due, apps=installed_apps)
-            except Exception:  # the next catch-up pass finds them again
-                logger.exception("Indexing %d chats for search failed", len(due))
-                self._failed_batches += 1
-                self._caught_up_to = None
+            if loop.time() >= self._stop_at:
+                return
+            await self._index(self._next_batch())
+
+    async def _index(self, chat_ids: list[int]) -> None:
+        """Index the chats in one transaction. If the database refuses the batch for what it
+        holds, each chat is tried alone, so that one chat it cannot take holds back no other
+        (chats/batches.py has the same rule); the chats that fail wait for the next pass."""
+        try:
+            await _index_chats_async(chat_ids)
+            return
+        except Exception as error:
+            failed = chat_ids
+            if len(chat_ids) > 1 and not isinstance(error, DATABASE_FAILING):
+                failed = [chat_id for chat_id in chat_ids if not await _indexed_alone(chat_id)]
+            if failed:
+                shown = ", ".join(map(str, failed[:20])) + (" ..." if len(failed) > 20 else "")
+                logger.error(
+                    "Indexing %d chats for search failed (%s); the next catch-up pass retries",
+                    len(failed),
+                    shown,
+                    exc_info=error,
+                )
+            self._failed.update(failed)
 
     async def catch_up(self, *, settle: timedelta = timedelta(0)) -> None:
-        """Queue the chats whose documents fell behind, among those updated within
-        CATCH_UP_WINDOW (at start-up, or after a failed batch) or since the last pass, up to
-        `settle` ago."""
-        failures = self._failed_batches
+        """Queue the chats whose documents fell behind, and those whose batch failed. The first
+        pass that succeeds looks at the chats updated within CATCH_UP_WINDOW (a process that
+        died left them: at start-up nothing is in flight, so `settle` is 0); later ones at
+        those updated since the previous cut-off, up to `settle` ago."""
         now = timezone.now()
-        since = (self._caught_up_to or now - CATCH_UP_WINDOW) - CATCH_UP_SETTLE
+        since = (self._caught_up_to or now - CATCH_UP_WINDOW) - CATCH_UP_OVERLAP
         until = now - settle
         due = await database_sync_to_async(chats_due_for_search)(since=since, until=until)
-        if self._failed_batches == failures:  # else a batch failed meanwhile: keep the window
-            self._caught_up_to = until
-        self._add_behind(due)
+        self._caught_up_to = until
+        failed, self._failed = self._failed, set()
+        self._add_behind(list(dict.fromkeys([*due, *failed])))
 
     def keep_catching_up(self, every: timedelta = CATCH_UP_EVERY) -> None:
         """Run `catch_up` every `every` until `drain`, in the background."""
@@ -155,19 +180,21 @@ class SearchIndexQueue:
             )
 
     async def _catch_up_forever(self, every: float) -> None:
-        while True:
-            await asyncio.sleep(every)
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), every)
+                return  # stopping: a pass under way was let finish, not cancelled
             try:
                 await self.catch_up(settle=CATCH_UP_SETTLE)
-            except Exception:  # the next pass starts where the last one that succeeded left off
+            except Exception:  # the next pass starts where the last one that succeeded ended
                 logger.exception("Looking for chats due for the search index failed")
 
     async def drain(self, within: float = DRAIN_SECONDS) -> None:
-        """Index what is due now, fresh changes first, starting no batch after `within`
-        seconds (the server's shutdown calls this). A batch running then is waited for: left
-        on its thread, it would outlive the server's database connections."""
+        """Index what is due now, fresh answers first, starting no batch after `within`
+        seconds (the server's shutdown calls this). A pass or a batch under way is waited for,
+        not cancelled: left on the database thread, it would outlive the connections."""
+        self._stopping.set()
         if self._catching_up is not None:
-            self._catching_up.cancel()
             await asyncio.gather(self._catching_up, return_exceptions=True)
         self.delay = 0
         self._stop_at = asyncio.get_running_loop().time() + within
@@ -178,16 +205,29 @@ class SearchIndexQueue:
 get_search_index_queue = PerLoop(SearchIndexQueue)  # this event loop's queue
 
 
+async def _index_chats_async(chat_ids: list[int]) -> None:
+    await database_sync_to_async(_index_chats)(chat_ids, apps=installed_apps)
+
+
+async def _indexed_alone(chat_id: int) -> bool:
+    try:
+        await _index_chats_async([chat_id])
+    except Exception:
+        return False
+    return True
+
+
 def chats_due_for_search(*, since: datetime, until: datetime | None = None) -> list[int]:
-    """The chats updated since their documents were written, or never indexed, among those
-    updated from `since` (to `until`), newest first. The queue's catch-up passes queue them."""
-    current = Q(search_document__chat_updated_at=F("updated_at"))
+    """The chats updated (or renamed) since their documents were written, or never indexed,
+    among those updated from `since` (to `until`), newest first; not those streaming a turn,
+    which their run's finish queues. The search queue's catch-up passes queue them."""
+    current = Q(search_document__chat_updated_at=F("updated_at"), search_document__title=F("title"))
+    streaming = Turn.objects.streaming().filter(chat=OuterRef("pk"))
     updated = Chat.objects.filter(updated_at__gte=since)
     if until is not None:
         updated = updated.filter(updated_at__lt=until)
-    return list(
-        updated.exclude(current).order_by("-updated_at", "-pk").values_list("pk", flat=True)
-    )
+    due = updated.exclude(current).exclude(Exists(streaming))
+    return list(due.order_by("-updated_at", "-pk").values_list("pk", flat=True))
 
 
 def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BATCH) -> int:

@@ -182,6 +182,9 @@ async def test_start_up_indexes_the_chats_a_dead_process_left_unindexed(user, ch
     assert await start_and_stop() == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     body = await database_sync_to_async(lambda: ChatSearchDocument.objects.get(chat=chat).body)()
     assert "lithium" in body
+    # Shutdown stopped the periodic catch-up and the indexing: nothing of theirs is left.
+    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("search-")]
+    assert left == []
 
 
 FREEZE_SCRIPT = """

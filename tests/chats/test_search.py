@@ -212,7 +212,7 @@ def test_the_snippet_shows_a_match_deep_in_a_long_chat(analyst):
 def test_a_chat_changed_after_its_document_was_written_is_due_again(analyst):
     """What a catch-up pass queues for the index, newest first: chats whose answers a process
     that died had not indexed yet, and chats never indexed; not chats whose documents are
-    current, nor chats untouched since the pass's start."""
+    current, nor chats updated before the pass's window or within its last minute."""
     current = Chat.objects.create(owner=analyst, title="Current")
     finished_turn(current, "Q", "Indexed nickel.")
     behind = Chat.objects.create(owner=analyst, title="Behind")
@@ -236,3 +236,17 @@ def test_a_chat_changed_after_its_document_was_written_is_due_again(analyst):
         chat_search_index_update(chat_id=chat_id)
     assert titles(chat_search_for_user(user=analyst, query="tungsten")) == ["Behind"]
     assert chats_due_for_search(since=week_ago) == []
+
+
+def test_a_renamed_chat_is_due_and_a_streaming_one_is_not(analyst):
+    """A rename does not change updated_at: its document is due if it kept the old title (an
+    indexing batch that read the chat before the rename wrote after it). A chat streaming a
+    turn is left to its run, whose finish queues it."""
+    renamed = Chat.objects.create(owner=analyst, title="Old name")
+    finished_turn(renamed, "Q", "Copper.")
+    Chat.objects.filter(pk=renamed.pk).update(title="New name")
+    streaming = Chat.objects.create(owner=analyst, title="Streaming")
+    Turn.objects.create(chat=streaming, question="Still answering?")
+    week_ago = timezone.now() - timedelta(days=7)
+
+    assert chats_due_for_search(since=week_ago) == [renamed.pk]

@@ -37,11 +37,11 @@ async def test_fresh_answers_go_before_the_catch_up_backlog_and_the_backlog_newe
     user, monkeypatch
 ):
     monkeypatch.setattr(search, "INDEX_BATCH", 1)
-    oldest = await answered_chat(user, "Tin.", updated_ago=timedelta(days=3))
     newer = await answered_chat(user, "Zinc.", updated_ago=timedelta(days=1))
-    queue = SearchIndexQueue()
-    await queue.catch_up()  # as at start-up: both are due
+    oldest = await answered_chat(user, "Tin.", updated_ago=timedelta(days=3))  # a larger id
     fresh = await answered_chat(user, "Lead.")
+    queue = SearchIndexQueue()
+    await queue.catch_up(settle=timedelta(seconds=30))  # finds the two older chats
     queue.add(fresh)  # an answer that finished meanwhile
 
     await queue.drain()
@@ -49,10 +49,24 @@ async def test_fresh_answers_go_before_the_catch_up_backlog_and_the_backlog_newe
     assert await indexed_in_order() == [fresh, newer, oldest]
 
 
+async def test_a_chat_the_database_refuses_holds_back_no_other_in_its_batch(user):
+    chats = [await answered_chat(user, text) for text in ["Tin.", "Refused cobalt.", "Zinc."]]
+    queue = SearchIndexQueue(delay=0)
+    refusal = refusing("chats_chatsearchdocument", "body", "cobalt")
+    await database_sync_to_async(refusal.__enter__)()
+    try:
+        queue.add_many(chats)
+        await queue.drain()
+    finally:
+        await database_sync_to_async(refusal.__exit__)(None, None, None)
+
+    assert await indexed_in_order() == [chats[0], chats[2]]
+
+
 async def test_a_batch_that_failed_while_serving_is_indexed_by_a_later_catch_up_pass(user):
     """The database refused the answer's batch; no start-up comes, yet the chat becomes
     searchable once the database takes writes again. This holds though the chat was changed
-    before the last pass's cut-off: a failed batch makes the next pass look at the whole window."""
+    before the last pass's cut-off: a pass retries the chats whose batch failed."""
     chat_id = await answered_chat(user, "Stranded cobalt output.", updated_ago=timedelta(minutes=2))
     queue = SearchIndexQueue(delay=0)
     refusal = refusing("chats_chatsearchdocument", "body", "cobalt")
@@ -79,8 +93,9 @@ async def test_shutdown_starts_no_batch_after_its_time_limit_and_start_up_indexe
     chats = [await answered_chat(user, f"Answer {n}.") for n in range(5)]
     queue = SearchIndexQueue()
     queue.add_many(chats)
+    await asyncio.sleep(0)  # the queue waits its moment to batch
 
-    await queue.drain(within=0)  # no batch starts
+    await queue.drain(within=0)  # no batch starts, though that moment ends after the limit
 
     assert await indexed_in_order() == []
     next_start = SearchIndexQueue()
