@@ -434,8 +434,12 @@ class RunRegistry:
 
 
 async def sweep_orphans() -> None:
-    for turn in await database_sync_to_async(turn_interrupt_orphans)():
+    turns = await database_sync_to_async(turn_interrupt_orphans)()
+    for turn in turns:
         await _publish_finished_safely(turn)
+    # Every way a sweep ends a turn (its partial answer stored, or failed) is indexed here: the
+    # search queue's catch-up passes leave chats alone while they stream.
+    get_search_index_queue().add_many([turn.chat_id for turn in turns])
 
 
 async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:

@@ -439,7 +439,8 @@ def turn_interrupt_orphans() -> list[Turn]:
     """Finish streaming turns whose run stopped renewing its lease; keep their partial answers.
 
     Each turn on its own: one that cannot be finished is marked failed, and one that cannot
-    even be marked is logged and left for the next sweep, never stopping the others.
+    even be marked is logged and left for the next sweep, never stopping the others. The
+    caller indexes the returned turns' chats for search (`runner.sweep_orphans`, batched).
     """
     finished = []
     for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):
@@ -475,6 +476,7 @@ def _turn_interrupt_orphan(turn_id: int) -> Turn | None:
         status=Turn.Status.INTERRUPTED,
         error="The server stopped while this answer was being written. Retry to ask again.",
         error_kind=Turn.ErrorKind.SERVER,
+        index_for_search=False,
     )
 
 

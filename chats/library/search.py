@@ -28,7 +28,7 @@ from django.apps import apps as installed_apps
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, Value
-from django.db.models.functions import Greatest, Lower, StrIndex, Substr
+from django.db.models.functions import Greatest, Lower, Replace, StrIndex, Substr
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
@@ -60,6 +60,7 @@ CATCH_UP_SETTLE = timedelta(minutes=1)
 # have committed after it.
 CATCH_UP_OVERLAP = timedelta(minutes=1)
 INDEX_BATCH = 500  # chats per indexing transaction: on SQLite it holds the one write lock
+ALONE_PROBE = 3  # chats tried alone after a refused batch before a fault common to all is assumed
 # Shutdown indexes what is due for at most this long; what is left, the next start-up finds.
 DRAIN_SECONDS = 10.0
 # Snippets come back from the database as plain text with these around each match: the text is
@@ -108,6 +109,7 @@ class SearchIndexQueue:
     def add_many(self, chat_ids: list[int]) -> None:
         for chat_id in chat_ids:
             self._behind.pop(chat_id, None)
+            self._failed.discard(chat_id)
             self._fresh[chat_id] = None
         self._start()
 
@@ -144,33 +146,47 @@ class SearchIndexQueue:
         (chats/batches.py has the same rule); the chats that fail wait for the next pass."""
         try:
             await _index_chats_async(chat_ids)
-            return
         except Exception as error:
-            failed = chat_ids
+            logger.warning("Indexing %d chats for search failed", len(chat_ids), exc_info=error)
             if len(chat_ids) > 1 and not isinstance(error, DATABASE_FAILING):
-                failed = [chat_id for chat_id in chat_ids if not await _indexed_alone(chat_id)]
-            if failed:
-                shown = ", ".join(map(str, failed[:20])) + (" ..." if len(failed) > 20 else "")
-                logger.error(
-                    "Indexing %d chats for search failed (%s); the next catch-up pass retries",
-                    len(failed),
-                    shown,
-                    exc_info=error,
-                )
-            self._failed.update(failed)
+                chat_ids = await self._index_one_by_one(chat_ids)
+            self._failed.update(chat_ids)
+        else:
+            self._failed.difference_update(chat_ids)
+
+    async def _index_one_by_one(self, chat_ids: list[int]) -> list[int]:
+        """Index each chat in a transaction of its own; return those not indexed. Stops, the
+        rest left untried, once the database itself fails, drain's time is up, or the first
+        few chats all fail (then the fault is not in one chat)."""
+        loop = asyncio.get_running_loop()
+        failed: list[int] = []
+        for tried, chat_id in enumerate(chat_ids):
+            if loop.time() >= self._stop_at or (tried >= ALONE_PROBE and len(failed) == tried):
+                return failed + chat_ids[tried:]
+            try:
+                await _index_chats_async([chat_id])
+            except Exception as error:
+                logger.error("Indexing chat %s for search failed", chat_id, exc_info=error)
+                if isinstance(error, DATABASE_FAILING):
+                    return failed + chat_ids[tried:]
+                failed.append(chat_id)
+        return failed
 
     async def catch_up(self, *, settle: timedelta = timedelta(0)) -> None:
-        """Queue the chats whose documents fell behind, and those whose batch failed. The first
-        pass that succeeds looks at the chats updated within CATCH_UP_WINDOW (a process that
-        died left them: at start-up nothing is in flight, so `settle` is 0); later ones at
-        those updated since the previous cut-off, up to `settle` ago."""
+        """Queue the chats whose documents fell behind, and retry alone those whose indexing
+        failed. The first pass that succeeds looks at the chats updated within CATCH_UP_WINDOW
+        (a process that died left them: at start-up nothing is in flight, so `settle` is 0);
+        later ones at those updated since the previous cut-off, up to `settle` ago."""
         now = timezone.now()
         since = (self._caught_up_to or now - CATCH_UP_WINDOW) - CATCH_UP_OVERLAP
         until = now - settle
         due = await database_sync_to_async(chats_due_for_search)(since=since, until=until)
         self._caught_up_to = until
-        failed, self._failed = self._failed, set()
-        self._add_behind(list(dict.fromkeys([*due, *failed])))
+        failed, self._failed = list(self._failed), set()
+        self._add_behind([chat_id for chat_id in due if chat_id not in set(failed)])
+        # Alone, not in a batch: a chat the database keeps refusing costs one transaction a
+        # pass, and holds back no fresh answer.
+        self._failed.update(await self._index_one_by_one(failed))
 
     def keep_catching_up(self, every: timedelta = CATCH_UP_EVERY) -> None:
         """Run `catch_up` every `every` until `drain`, in the background."""
@@ -183,7 +199,8 @@ class SearchIndexQueue:
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), every)
-                return  # stopping: a pass under way was let finish, not cancelled
+            if self._stopping.is_set():  # drain: checked between passes, never mid-pass
+                return
             try:
                 await self.catch_up(settle=CATCH_UP_SETTLE)
             except Exception:  # the next pass starts where the last one that succeeded ended
@@ -193,11 +210,11 @@ class SearchIndexQueue:
         """Index what is due now, fresh answers first, starting no batch after `within`
         seconds (the server's shutdown calls this). A pass or a batch under way is waited for,
         not cancelled: left on the database thread, it would outlive the connections."""
+        self.delay = 0
+        self._stop_at = asyncio.get_running_loop().time() + within
         self._stopping.set()
         if self._catching_up is not None:
             await asyncio.gather(self._catching_up, return_exceptions=True)
-        self.delay = 0
-        self._stop_at = asyncio.get_running_loop().time() + within
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
 
@@ -209,19 +226,13 @@ async def _index_chats_async(chat_ids: list[int]) -> None:
     await database_sync_to_async(_index_chats)(chat_ids, apps=installed_apps)
 
 
-async def _indexed_alone(chat_id: int) -> bool:
-    try:
-        await _index_chats_async([chat_id])
-    except Exception:
-        return False
-    return True
-
-
 def chats_due_for_search(*, since: datetime, until: datetime | None = None) -> list[int]:
     """The chats updated (or renamed) since their documents were written, or never indexed,
     among those updated from `since` (to `until`), newest first; not those streaming a turn,
     which their run's finish queues. The search queue's catch-up passes queue them."""
-    current = Q(search_document__chat_updated_at=F("updated_at"), search_document__title=F("title"))
+    # The document's title is the chat's without the snippet marks (`_clean`).
+    title = Replace(Replace(F("title"), Value(_MARK_START)), Value(_MARK_END))
+    current = Q(search_document__chat_updated_at=F("updated_at"), search_document__title=title)
     streaming = Turn.objects.streaming().filter(chat=OuterRef("pk"))
     updated = Chat.objects.filter(updated_at__gte=since)
     if until is not None:

@@ -13,8 +13,10 @@ from django.test import Client
 from django.utils import timezone
 from websockets.asyncio.client import connect
 
+from chats.library.search import get_search_index_queue
 from chats.lifespan import lifespan_app
 from chats.models import Chat, ChatSearchDocument, Turn, TurnEvent
+from chats.runner import sweep_orphans
 from demo_agent.scripted import Reply, answer_stream
 from tests.chats.refusals import refusals_fixture
 from tests.processes import python_output
@@ -228,3 +230,13 @@ def test_the_site_tunes_its_collector_and_freezes_its_heap_after_start_up():
 
     assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD
     assert application.application_mapping["lifespan"].__wrapped__ is lifespan_app
+
+
+async def test_a_sweep_indexes_the_chats_of_the_orphaned_turns_it_finishes(user, chat):
+    """The heartbeat's sweep, while serving, stores an orphan's partial answer: the chat becomes
+    searchable by it, though catch-up passes skipped the chat while it was streaming."""
+    await make_orphan(chat, answer("Stranded "), answer("nickel output"), question="Nickel?")
+    await sweep_orphans()
+    await get_search_index_queue().drain()
+    body = await database_sync_to_async(lambda: ChatSearchDocument.objects.get(chat=chat).body)()
+    assert "nickel output" in body

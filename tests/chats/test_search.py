@@ -247,6 +247,8 @@ def test_a_renamed_chat_is_due_and_a_streaming_one_is_not(analyst):
     Chat.objects.filter(pk=renamed.pk).update(title="New name")
     streaming = Chat.objects.create(owner=analyst, title="Streaming")
     Turn.objects.create(chat=streaming, question="Still answering?")
+    marked = Chat.objects.create(owner=analyst, title="Snippet \ue000marks\ue001 typed in")
+    finished_turn(marked, "Q", "Tin.")  # its document's title has the marks taken out
     week_ago = timezone.now() - timedelta(days=7)
 
     assert chats_due_for_search(since=week_ago) == [renamed.pk]

@@ -49,18 +49,23 @@ async def test_fresh_answers_go_before_the_catch_up_backlog_and_the_backlog_newe
     assert await indexed_in_order() == [fresh, newer, oldest]
 
 
-async def test_a_chat_the_database_refuses_holds_back_no_other_in_its_batch(user):
+async def test_a_chat_the_database_refuses_holds_back_no_other_and_the_next_pass_retries_it(
+    user,
+):
     chats = [await answered_chat(user, text) for text in ["Tin.", "Refused cobalt.", "Zinc."]]
     queue = SearchIndexQueue(delay=0)
     refusal = refusing("chats_chatsearchdocument", "body", "cobalt")
     await database_sync_to_async(refusal.__enter__)()
     try:
         queue.add_many(chats)
-        await queue.drain()
+        await asyncio.wait_for(queue._task, timeout=10)
+        assert await indexed_in_order() == [chats[0], chats[2]]
     finally:
         await database_sync_to_async(refusal.__exit__)(None, None, None)
 
-    assert await indexed_in_order() == [chats[0], chats[2]]
+    await queue.catch_up(settle=timedelta(minutes=1))  # the refused chat's window is past
+    await queue.drain()
+    assert await indexed_in_order() == [chats[0], chats[2], chats[1]]
 
 
 async def test_a_batch_that_failed_while_serving_is_indexed_by_a_later_catch_up_pass(user):
