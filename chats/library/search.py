@@ -182,11 +182,11 @@ class SearchIndexQueue:
         until = now - settle
         due = await database_sync_to_async(chats_due_for_search)(since=since, until=until)
         self._caught_up_to = until
-        failed, self._failed = list(self._failed), set()
-        self._add_behind([chat_id for chat_id in due if chat_id not in set(failed)])
+        failed, self._failed = self._failed, set()
+        self._add_behind([chat_id for chat_id in due if chat_id not in failed])
         # Alone, not in a batch: a chat the database keeps refusing costs one transaction a
         # pass, and holds back no fresh answer.
-        self._failed.update(await self._index_one_by_one(failed))
+        self._failed.update(await self._index_one_by_one(sorted(failed, reverse=True)))
 
     def keep_catching_up(self, every: timedelta = CATCH_UP_EVERY) -> None:
         """Run `catch_up` every `every` until `drain`, in the background."""
