@@ -12,12 +12,13 @@ the median of 5 parts of one run: see `database_stages`).
 
 1. read: the upstream HTTP read as the site does it (httpx over `AiohttpTransport`), no parsing.
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
-   paces 20 streams at 50 events/s, so each read returns one event, as in production; the site's
-   client reads them (`httpx.AsyncClient(transport=http_transport())`, `httpx_sse.aconnect_sse`,
-   `aiter_text(response)`, straight from aiohttp). Wall time would be mostly waiting, so this
-   stage is this process's CPU time (time.process_time) from the moment every stream has its
-   first chunk to the end, over the events read meanwhile: the event loop's wake-ups and the
-   socket syscalls are in it.
+   paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
+   site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
+   `httpx_sse.aconnect_sse`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
+   (chats.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, ~1.5 events.
+   Wall time would be mostly waiting, so this stage is this process's CPU time
+   (time.process_time) from the moment every stream has its first chunk to the end, over the
+   events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
    Opening the request (client, connect, POST, headers) is a per-turn cost, reported per turn
    and amortised over 150 events; after the first round the streams reuse the pool's kept-alive
    connections, as turns one after another do in the site. One unpaced 5,000-event stream is

@@ -31,6 +31,7 @@ from .compact_json import compact_json, strict_json
 from .models import TurnEvent
 from .per_loop import PerLoop
 from .protocol import event_view, publish_to_chats, turn_events
+from .ticks import next_tick
 
 logger = logging.getLogger(__name__)
 
@@ -194,8 +195,10 @@ class EventLog:
             else:
                 await self._wakeup.wait()
             self._wakeup.clear()
-            # Let the batch fill for one interval: this is the frame-coalescing window.
-            await asyncio.sleep(self.interval)
+            # Let the batch fill until halfway between two of the relay's ticks, when the paced
+            # streams' reads of the last tick are in: this is the frame-coalescing window.
+            flush_at = next_tick(loop.time(), self.interval, offset=self.interval / 2)
+            await asyncio.sleep(flush_at - loop.time())
             try:
                 await self.flush()
             except Exception:  # flush handles write errors; this is a bug, not a bad event

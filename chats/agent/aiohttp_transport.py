@@ -25,8 +25,9 @@ import codecs
 import contextlib
 import functools
 import ssl
+import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
 import httpx
@@ -57,26 +58,56 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
         raise  # not reached: aiohttp.ClientError is the last entry
 
 
+# An agent that keeps a read waiting PACED_WAIT or more is pacing its stream (a language model
+# writing, say): until it bursts again (a read of BURST_BYTES or more), the reader waits for the
+# relay's next tick before each read, so that one read takes all that arrived meanwhile
+# (chats.ticks). An agent sending flat out is read as fast as it sends: its reads find data
+# waiting, or wait microseconds for it.
+PACED_WAIT = 0.005
+BURST_BYTES = 16 * 1024
+
+Tick = Callable[[], Awaitable[None]]
+
+
 class _ResponseStream(httpx.AsyncByteStream):
-    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request) -> None:
+    def __init__(
+        self, response: aiohttp.ClientResponse, request: httpx.Request, tick: Tick | None
+    ) -> None:
         self._response = response
         self._request = request
+        self._tick = tick
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _as_httpx_errors(self._request):
-            async for chunk in self._response.content.iter_any():  # what has arrived, at once
-                yield chunk
+        async for chunk in self._reads():
+            yield chunk
 
     async def aiter_text(self) -> AsyncIterator[str]:
         """The body as UTF-8 text, as it arrives; bad bytes become U+FFFD, as httpx decodes."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        content = self._response.content
-        with _as_httpx_errors(self._request):
-            while chunk := await content.readany():
-                if text := decoder.decode(chunk):
-                    yield text
+        async for chunk in self._reads():
+            if text := decoder.decode(chunk):
+                yield text
         if text := decoder.decode(b"", final=True):
             yield text
+
+    async def _reads(self) -> AsyncIterator[bytes]:
+        """What has arrived, at once; a paced stream once per tick. Between two reads aiohttp
+        buffers what arrives (pausing the socket as well measured no cheaper)."""
+        content = self._response.content
+        tick = self._tick
+        paced = False
+        with _as_httpx_errors(self._request):
+            chunk = await content.readany()  # not judged: it waits for the agent to start
+            while chunk:
+                yield chunk
+                if paced and not content.is_eof():
+                    await tick()
+                asked = time.perf_counter()
+                chunk = await content.readany()
+                if time.perf_counter() - asked >= PACED_WAIT:
+                    paced = tick is not None
+                elif len(chunk) >= BURST_BYTES:
+                    paced = False
 
     async def aclose(self) -> None:
         # A body not read to its end closes the connection: the agent sees the page stop.
@@ -143,8 +174,9 @@ def new_session(ssl_context: ssl.SSLContext) -> aiohttp.ClientSession:
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """httpx requests over `session`'s connections; closing the transport leaves it open."""
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    def __init__(self, session: aiohttp.ClientSession, *, tick: Tick | None = None) -> None:
         self._session = session
+        self._tick = tick  # reads a paced stream once per tick when given (chats.ticks)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeout = request.extensions.get("timeout", {})
@@ -170,7 +202,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                     sock_read=timeout.get("read"),
                 ),
             )
-        stream = _ResponseStream(response, request)
+        stream = _ResponseStream(response, request, self._tick)
         extensions = {"http_version": b"HTTP/1.1", _BODY: stream}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()

@@ -22,6 +22,7 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from ..per_loop import PerLoop
+from ..ticks import get_ticks
 from .aiohttp_transport import AiohttpTransport, aiter_text, new_session
 from .bigdata import BigdataAdapter
 from .events import AgentEvent
@@ -93,8 +94,8 @@ _sessions = PerLoop(lambda: new_session(ssl_context()))
 
 def http_transport() -> httpx.AsyncBaseTransport:
     """The transport of every streamed call (see aiohttp_transport for why not httpx's own),
-    over this event loop's pool of connections."""
-    return AiohttpTransport(_sessions())
+    over this event loop's pool of connections, reading paced streams at the relay's ticks."""
+    return AiohttpTransport(_sessions(), tick=get_ticks().wait)
 
 
 async def close_http_sessions() -> None:

@@ -13,6 +13,7 @@ from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
 from chats.event_log import EventLog
 from chats.models import Chat, Turn, TurnEvent
 from chats.relay import RelayFrame, get_relay
+from chats.ticks import next_tick
 from tests.chats.refusals import refusing
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,9 +39,11 @@ class Page:
 
     def __init__(self) -> None:
         self.frames: list[dict] = []
+        self.delivered = asyncio.Event()
 
     def deliver(self, frame: RelayFrame) -> None:
         self.frames.append(json.loads(frame.text))
+        self.delivered.set()
 
     def missed(self) -> None:
         self.frames.append({"type": "missed"})
@@ -156,6 +159,25 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
     frames = await frames_on(healthy_page, timeout=0.5)
     assert [e["content"] for f in frames for e in f["events"]] == ["1", "2", "3", "4", "5"]
     assert log.failure(poisoned.pk) is not None
+
+
+async def test_the_flusher_writes_halfway_between_two_of_the_relays_ticks(user):
+    """Paced streams are read at the relay's ticks (chats.ticks): the flush comes halfway to the
+    next, once that tick's reads are in, not a whole interval after the first event."""
+    turn = await make_turn(user)
+    page = await listen(turn.chat_id)
+    loop = asyncio.get_running_loop()
+    interval = 0.4
+    log = EventLog(interval)
+    midway = next_tick(loop.time() + 0.15, interval, offset=interval / 2)
+    await asyncio.sleep(midway - 0.1 - loop.time())
+    appended = loop.time()  # about 0.1 s before the midway point
+    log.append(turn.chat_id, turn.pk, 1, answer("a"))
+    await asyncio.wait_for(page.delivered.wait(), 2)
+    relayed = loop.time()
+    assert relayed >= midway - 0.002  # not before it (uvloop's clock counts in ms)
+    assert relayed - appended < 0.3  # 0.4 when the window is counted from the first event
+    assert [d["content"] for _, d in await stored(turn)] == ["a"]
 
 
 @pytest.mark.skipif(

@@ -13,9 +13,15 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from chats.agent.aiohttp_transport import aiter_text, environment_proxies
-from chats.agent.client import close_http_sessions, http_transport
+from chats.agent.aiohttp_transport import (
+    AiohttpTransport,
+    aiter_text,
+    environment_proxies,
+    new_session,
+)
+from chats.agent.client import close_http_sessions, http_transport, ssl_context
 from chats.lifespan import shut_down
+from chats.ticks import Ticks
 from tests.servers import free_port
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -419,3 +425,123 @@ async def test_a_turn_sent_on_a_connection_the_agent_is_closing_is_retried_on_a_
     assert turns == [["ANSWER", "COMPLETE"], ["ANSWER", "COMPLETE"]]
     assert server.connections == 2  # the second turn's retry opened a new one
     assert notices == ["The connection to the research agent dropped before it answered."]
+
+
+# --- Paced streams are read once per tick (chats.ticks) -----------------------------------------
+
+
+def numbered(n: int) -> bytes:
+    return b'data: {"type": "ANSWER", "content": "w%d "}\n\n' % n
+
+
+BURST = None  # a gap meaning: all of this part's events in one write
+
+
+def sends(*parts: tuple[int, float | None]) -> Handler:
+    """An agent that sends, for each (count, gap), `count` events numbered in order: each in a
+    write of its own `gap` seconds apart (0: as fast as the reader takes them), or, with the gap
+    BURST, all in one write (as when a tool returns a long result)."""
+
+    async def send(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(HEADERS)
+        n = 0
+        for count, gap in parts:
+            if gap is BURST:
+                writer.write(chunk(b"".join(numbered(i) for i in range(n, n + count))))
+                n += count
+                continue
+            for _ in range(count):
+                writer.write(chunk(numbered(n)))
+                n += 1
+                await writer.drain()
+                await asyncio.sleep(gap)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    return send
+
+
+class CountedTicks:
+    """The relay's ticks (chats.ticks.Ticks), counting the reads that waited for one."""
+
+    def __init__(self, interval: float) -> None:
+        self.ticks = Ticks(interval)
+        self.waits = 0
+        self.readers: set[asyncio.Task] = set()  # the readers that have waited for a tick
+        self.two_readers_paced = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.waits += 1
+        self.readers.add(asyncio.current_task())
+        if len(self.readers) >= 2:
+            self.two_readers_paced.set()
+        await self.ticks.wait()
+
+
+@asynccontextmanager
+async def ticked_transport(interval: float) -> AsyncIterator[tuple[AiohttpTransport, CountedTicks]]:
+    ticks = CountedTicks(interval)
+    session = new_session(ssl_context())
+    try:
+        yield AiohttpTransport(session, tick=ticks.wait), ticks
+    finally:
+        await session.close()
+
+
+async def test_a_paced_stream_is_read_once_per_tick(settings):
+    """An agent that sends an event every 10 ms is read every 100 ms: a read takes ten."""
+    settings.EVENT_FLUSH_INTERVAL = 0.1  # the site's transport reads at the relay's ticks
+    async with raw_server(sends((30, 0.01))) as url:
+        reads = await read_body(url, http_transport(), as_read)
+    await close_http_sessions()
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(30))
+    assert len(reads) <= 10  # 30 when each event is read as it comes; about 4 here
+
+
+async def test_an_agent_sending_flat_out_is_read_as_fast_as_it_sends():
+    """Its reads find the next event waiting, or wait microseconds for it: no tick is waited
+    for, so a fast stream is not slowed to one read a tick."""
+    async with ticked_transport(0.1) as (transport, ticks), raw_server(sends((500, 0))) as url:
+        reads = await read_body(url, transport, as_read)
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(500))
+    assert ticks.waits == 0
+
+
+async def test_a_burst_ends_the_pace_until_the_agent_slows_again():
+    """Paced, then a burst, then events a millisecond apart: after the burst each event is read
+    as it comes, not once per tick (that would be two or three reads)."""
+    async with (
+        ticked_transport(0.1) as (transport, ticks),
+        raw_server(sends((5, 0.02), (400, BURST), (100, 0.001))) as url,
+    ):
+        reads = await read_body(url, transport, as_bytes)
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(505))
+    assert ticks.waits >= 1  # the paced start waited for ticks
+    last_of_burst = next(i for i, read in enumerate(reads) if numbered(404) in read)
+    assert len(reads) - last_of_burst > 20
+
+
+async def test_a_turn_stopped_while_it_waits_for_a_tick_stops_alone():
+    """Stopping a turn cancels its reader, most likely while the socket is paused for a tick:
+    the other turn reading at the same ticks reads on to its end, and the stopped turn's
+    connection is closed, never handed paused to the next turn."""
+
+    async def paced(writer: asyncio.StreamWriter, number: int) -> bool:
+        try:
+            await sends((20, 0.01))(None, writer)
+        except ConnectionError:  # the stopped turn's connection
+            return False
+        return True
+
+    server = KeepAliveServer(paced)
+    async with ticked_transport(0.05) as (transport, ticks), server.running() as url:
+        stopped = asyncio.create_task(read_body(url, transport, as_read))
+        other = asyncio.create_task(read_body(url, transport, as_read))
+        await asyncio.wait_for(ticks.two_readers_paced.wait(), 5)
+        stopped.cancel()
+        body = b"".join(await asyncio.wait_for(other, 5))
+        after = b"".join(await read_body(url, transport, as_read))
+    assert stopped.cancelled()
+    expected = b"".join(numbered(n) for n in range(20))
+    assert body == after == expected
+    assert server.connections == 2  # the last turn took the other's connection, not paused
