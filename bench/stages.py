@@ -299,8 +299,9 @@ async def store_prep_round(events: list[Any]) -> float:
     from chats.event_log import EventLog
     from chats.runner import TurnRun
     from chats.storable import storable_event
+    from chats.ticks import Ticks
 
-    log = EventLog(interval=60)  # its flusher waits a minute: nothing is written here
+    log = EventLog(Ticks(60))  # its flusher waits a minute: nothing is written here
     runs = []
     for i in range(TURNS):
         run = TurnRun.__new__(TurnRun)  # the run's per-event state, without a turn in a database

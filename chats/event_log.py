@@ -1,10 +1,10 @@
 """Store each run's events, then relay them: one batched write and one frame per chat per tick.
 
 Every running turn in this process appends here; a single flusher writes all pending events in
-one transaction every EVENT_FLUSH_INTERVAL and only then relays them to each chat's pages
-(`relay.py`). Relaying after the commit is what makes resume gap-free: a page that joins the
-relay and then reads the log sees every event either in the log or live (maybe both; seqs
-dedupe).
+one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, `ticks.py`) and only then
+relays them to each chat's pages (`relay.py`). Relaying after the commit is what makes resume
+gap-free: a page that joins the relay and then reads the log sees every event either in the log
+or live (maybe both; seqs dedupe).
 
 A write that fails is retried turn by turn, so one turn's bad event never holds back the
 others (issue 9): the turn the database refuses is failed and its run told to stop.
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
@@ -31,7 +30,7 @@ from .compact_json import compact_json, strict_json
 from .models import TurnEvent
 from .per_loop import PerLoop
 from .protocol import event_view, publish_to_chats, turn_events
-from .ticks import next_tick
+from .ticks import Ticks, get_ticks
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +55,8 @@ class PendingEvent:
 class EventLog:
     """The batching writer and relay of one event loop."""
 
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
+    def __init__(self, ticks: Ticks) -> None:
+        self.ticks = ticks  # it flushes at each (the relay's, in the server)
         self._pending: list[PendingEvent] = []
         self._lock = asyncio.Lock()
         self._wakeup = asyncio.Event()
@@ -195,10 +194,11 @@ class EventLog:
             else:
                 await self._wakeup.wait()
             self._wakeup.clear()
-            # Let the batch fill until halfway between two of the relay's ticks, when the paced
-            # streams' reads of the last tick are in: this is the frame-coalescing window.
-            flush_at = next_tick(loop.time(), self.interval, offset=self.interval / 2)
-            await asyncio.sleep(flush_at - loop.time())
+            # Let the batch fill until the relay's next tick: this is the frame-coalescing window.
+            # The paced streams read what reached them meanwhile at that same tick (chats.ticks),
+            # from buffers, without waiting; one more turn of the loop lets them append it first.
+            await self.ticks.wait()
+            await asyncio.sleep(0)
             try:
                 await self.flush()
             except Exception:  # flush handles write errors; this is a bug, not a bad event
@@ -292,4 +292,4 @@ async def _publish(batch: list[PendingEvent]) -> None:
 
 
 # This event loop's log (tests run one loop each; servers run one).
-get_event_log = PerLoop(lambda: EventLog(settings.EVENT_FLUSH_INTERVAL))
+get_event_log = PerLoop(lambda: EventLog(get_ticks()))

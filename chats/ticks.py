@@ -1,17 +1,16 @@
-"""The relay's clock: paced streams are read at its ticks, and the event log flushes between them.
+"""The relay's clock: the event log flushes at its ticks, and paced streams are read at them.
 
 The event log relays what the runs read once per EVENT_FLUSH_INTERVAL (its coalescing window), so
 reading an agent's stream more often than that buys the page nothing. It costs the server, though:
 an agent paced at 50 events/s sends each event in a packet of its own, and each read wakes the
 run's whole chain (the SSE parser, the transcript, the log) whether it carries one event or ten.
 So the agents' transport reads a paced stream once per tick, aiohttp buffering what arrives in
-between (`chats.agent.aiohttp_transport`), and the log flushes halfway between two ticks, once
-that tick's reads are in (`chats.event_log`). At 200 chats this took about 8% off the server's CPU
-per relayed event, for about 18 ms more median latency (docs/PERFORMANCE.md, "Wave 3, tenth
-session").
+between (`chats.agent.aiohttp_transport`), and the log's flusher waits for the same tick, then
+lets those reads append before it writes (`chats.event_log`): an event waits for the next tick,
+as it waited for the next flush before.
 
-The ticks are multiples of the interval on the event loop's clock (`loop.time()`), so every reader
-of one tick wakes in the same loop iteration and their reads come in together.
+The ticks are multiples of the interval on the event loop's clock (`loop.time()`): every waiter
+of one tick wakes in the same turn of the loop.
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ from django.conf import settings
 from .per_loop import PerLoop
 
 
-def next_tick(now: float, interval: float, *, offset: float = 0.0) -> float:
-    """The first time after `now` that is `offset` past a multiple of `interval`."""
-    return ((now - offset) // interval + 1) * interval + offset
+def next_tick(now: float, interval: float) -> float:
+    """The first multiple of `interval` after `now`."""
+    return (now // interval + 1) * interval
 
 
 class Ticks:

@@ -13,7 +13,7 @@ from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
 from chats.event_log import EventLog
 from chats.models import Chat, Turn, TurnEvent
 from chats.relay import RelayFrame, get_relay
-from chats.ticks import next_tick
+from chats.ticks import Ticks, next_tick
 from tests.chats.refusals import refusing
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,7 +63,7 @@ async def frames_on(page: Page, timeout: float = 0.3) -> list[dict]:
 async def test_a_tick_of_events_is_one_write_and_one_frame_per_turn(user, other_user):
     first, second = await make_turn(user), await make_turn(other_user)
     first_page, second_page = await listen(first.chat_id), await listen(second.chat_id)
-    log = EventLog(interval=60)  # no flusher tick during the test: flush() is the tick
+    log = EventLog(Ticks(60))  # no flusher tick during the test: flush() is the tick
     for seq in (1, 2, 3):
         log.append(first.chat_id, first.pk, seq, answer(f"a{seq}"))
         log.append(second.chat_id, second.pk, seq, answer(f"b{seq}"))
@@ -83,7 +83,7 @@ async def test_every_row_of_a_batch_is_stored_with_its_seq_type_and_data(user):
     contents = ['say "hi"', "back\\slash \\u0041", "line\nbreak\ttab", "Résumé — 東京 📈", "null"]
     events = [answer(content) for content in contents]
     events.append(StructuredOutputEvent(content={"n": [1, 2.5, None, True], "big": 2**70}))
-    log = EventLog(interval=60)
+    log = EventLog(Ticks(60))
     for seq, event in enumerate(events, 1):
         log.append(turn.chat_id, turn.pk, seq, event)
     await log.flush()
@@ -119,7 +119,7 @@ async def test_an_event_the_database_refuses_fails_only_its_own_turn(user, other
     poisoned, healthy = await make_turn(user), await make_turn(other_user)
     healthy_page = await listen(healthy.chat_id)
     told: list[str] = []
-    log = EventLog(interval=60)
+    log = EventLog(Ticks(60))
     log.watch(poisoned.pk, told.append)
     bad = POISONS[poison]
     if not refused_by_this_database(bad):
@@ -151,7 +151,7 @@ async def test_an_event_the_database_refuses_fails_only_its_own_turn(user, other
 async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user, other_user):
     poisoned, healthy = await make_turn(user), await make_turn(other_user)
     healthy_page = await listen(healthy.chat_id)
-    log = EventLog(interval=0.01)
+    log = EventLog(Ticks(0.01))
     log.append(poisoned.chat_id, poisoned.pk, 1, POISONS["nan"])
     for seq in range(1, 6):
         log.append(healthy.chat_id, healthy.pk, seq, answer(str(seq)))
@@ -161,23 +161,47 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
     assert log.failure(poisoned.pk) is not None
 
 
-async def test_the_flusher_writes_halfway_between_two_of_the_relays_ticks(user):
-    """Paced streams are read at the relay's ticks (chats.ticks): the flush comes halfway to the
-    next, once that tick's reads are in, not a whole interval after the first event."""
+async def test_the_flusher_writes_at_the_relays_next_tick(user):
+    """The coalescing window ends at a tick of the relay's clock (chats.ticks), not a whole
+    interval after the window's first event."""
     turn = await make_turn(user)
     page = await listen(turn.chat_id)
     loop = asyncio.get_running_loop()
-    interval = 0.4
-    log = EventLog(interval)
-    midway = next_tick(loop.time() + 0.15, interval, offset=interval / 2)
-    await asyncio.sleep(midway - 0.1 - loop.time())
-    appended = loop.time()  # about 0.1 s before the midway point
+    interval = 1.0
+    log = EventLog(Ticks(interval))
+    tick = next_tick(loop.time() + 0.5, interval)
+    await asyncio.sleep(tick - interval + 0.3 - loop.time())
+    appended = loop.time()  # about 0.3 s after a tick
     log.append(turn.chat_id, turn.pk, 1, answer("a"))
+    await asyncio.wait_for(page.delivered.wait(), 3)
+    relayed = loop.time()
+    assert relayed >= tick - 0.002  # not before it (uvloop's clock counts in ms)
+    assert relayed - appended < 0.85  # 1.0 when the window is counted from its first event
+    assert [d["content"] for _, d in await stored(turn)] == ["a"]
+
+
+async def test_what_a_paced_stream_reads_at_a_tick_goes_out_with_that_ticks_flush(user):
+    """The flusher waits for the same tick as the paced streams' readers, then lets them append
+    what they read before it writes: one frame, no event held back a whole window."""
+    turn = await make_turn(user)
+    page = await listen(turn.chat_id)
+    loop = asyncio.get_running_loop()
+    ticks = Ticks(0.5)
+    log = EventLog(ticks)
+    await ticks.wait()
+    log.append(turn.chat_id, turn.pk, 1, answer("before the tick"))  # the flusher waits first
+
+    async def paced_reader() -> None:
+        await ticks.wait()
+        log.append(turn.chat_id, turn.pk, 2, answer("read at the tick"))
+
+    tick = next_tick(loop.time(), 0.5)
+    await paced_reader()
     await asyncio.wait_for(page.delivered.wait(), 2)
     relayed = loop.time()
-    assert relayed >= midway - 0.002  # not before it (uvloop's clock counts in ms)
-    assert relayed - appended < 0.3  # 0.4 when the window is counted from the first event
-    assert [d["content"] for _, d in await stored(turn)] == ["a"]
+    (frame,) = page.frames  # one frame: the reader's event was not left for the next tick
+    assert [e["content"] for e in frame["events"]] == ["before the tick", "read at the tick"]
+    assert relayed < tick + 0.25
 
 
 @pytest.mark.skipif(
@@ -187,7 +211,7 @@ async def test_a_transient_refusal_is_retried_in_order_and_fails_nothing(user, o
     waiting, other = await make_turn(user), await make_turn(other_user)
     waiting_page = await listen(waiting.chat_id)
     told: list[str] = []
-    log = EventLog(interval=0.01)
+    log = EventLog(Ticks(0.01))
     log.watch(waiting.pk, told.append)
     refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
     await database_sync_to_async(refusal.__enter__)()
@@ -218,7 +242,7 @@ async def test_a_refusal_that_outlasts_the_grace_fails_the_turn(user, other_user
     monkeypatch.setattr("chats.event_log.RETRY_DELAY", 0.1)
     waiting, other = await make_turn(user), await make_turn(other_user)
     told: list[str] = []
-    log = EventLog(interval=0.01)
+    log = EventLog(Ticks(0.01))
     log.watch(waiting.pk, told.append)
     refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
     await database_sync_to_async(refusal.__enter__)()
@@ -241,7 +265,7 @@ async def test_closing_the_log_writes_events_held_for_a_retry(user, monkeypatch)
     """The server's shut-down must not drop events kept back by a passing refusal."""
     monkeypatch.setattr("chats.event_log.RETRY_DELAY", 0.5)  # the flusher retries after close
     waiting = await make_turn(user)
-    log = EventLog(interval=0.01)
+    log = EventLog(Ticks(0.01))
     refusal = refusing("chats_turnevent", "data", "WAIT-FOR-IT", transient=True)
     await database_sync_to_async(refusal.__enter__)()
     try:

@@ -25,6 +25,7 @@ from chats.agent.events import AnswerEvent
 from chats.event_log import EventLog
 from chats.models import Chat, Turn, TurnEvent
 from chats.relay import RedisRelay, RelayFrame, get_relay
+from chats.ticks import Ticks
 from demo_agent.scripted import ReceivedRequest, Reply, Sleep
 from tests.chats.conftest import events_of
 from tests.servers import serve_asgi
@@ -151,7 +152,7 @@ async def test_a_frame_after_a_gap_brings_the_missing_events_from_the_log(connec
     turn = await streaming_turn(chat)
     page = await following(connect, user, chat, turn)
     await logged_without_a_frame(turn, range(1, 4))
-    log = EventLog(interval=60)
+    log = EventLog(Ticks(60))
     log.append(chat.pk, turn.pk, 4, AnswerEvent(content="e4 "))
     await log.flush()  # stores seq 4 and relays it: the page sees 4 after its cursor 0
     await page.receive_until("turn.events")
