@@ -56,7 +56,7 @@ class EventLog:
     """The batching writer and relay of one event loop."""
 
     def __init__(self, ticks: Ticks) -> None:
-        self.ticks = ticks  # it flushes at each (the relay's, in the server)
+        self.ticks = ticks  # flushes at these; the server's are the agents' reads' (get_ticks)
         self._pending: list[PendingEvent] = []
         self._lock = asyncio.Lock()
         self._wakeup = asyncio.Event()

@@ -16,34 +16,50 @@ of one tick wakes in the same turn of the loop.
 from __future__ import annotations
 
 import asyncio
-
-from django.conf import settings
+import math
 
 from .per_loop import PerLoop
 
 
 def next_tick(now: float, interval: float) -> float:
     """The first multiple of `interval` after `now`."""
-    return (now // interval + 1) * interval
+    return _tick_number(now, interval) * interval
+
+
+def _tick_number(now: float, interval: float) -> int:
+    # The tolerance keeps a time that is a multiple of the interval, give or take a float's
+    # rounding, on its own tick: 123.51 / 0.03 is 4116.999..., and uvloop's clock counts in ms.
+    return math.floor(now / interval + 1e-9) + 1
 
 
 class Ticks:
-    """This event loop's ticks, `interval` seconds apart."""
+    """This event loop's ticks, `interval` seconds apart (0 or less: every turn of the loop)."""
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
-        self._tick: asyncio.Event | None = None  # set at _tick_at; shared by its waiters
-        self._tick_at = 0.0
+        self._tick: asyncio.Event | None = None  # the next tick, shared by its waiters
+        self._number = 0  # the next tick's, at _number * interval on the loop's clock
 
     async def wait(self) -> None:
         """Return at the next tick. Cancelling one waiter leaves the others waiting."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        if self._tick is None or now >= self._tick_at:
+        if self.interval <= 0:
+            await asyncio.sleep(0)
+            return
+        if self._tick is None or self._tick.is_set():
+            # Never a tick that has passed: uvloop may fire a timer up to a millisecond early,
+            # and a reader woken by a tick that comes straight back must wait for the next one.
+            loop = asyncio.get_running_loop()
+            self._number = max(_tick_number(loop.time(), self.interval), self._number + 1)
             self._tick = tick = asyncio.Event()
-            self._tick_at = next_tick(now, self.interval)
-            loop.call_at(self._tick_at, tick.set)
+            loop.call_at(self._number * self.interval, tick.set)
         await self._tick.wait()
 
 
-get_ticks = PerLoop(lambda: Ticks(settings.EVENT_FLUSH_INTERVAL))
+def _relay_ticks() -> Ticks:
+    # Imported here, not at the top: chats.agent uses this module, and imports no settings.
+    from django.conf import settings
+
+    return Ticks(settings.EVENT_FLUSH_INTERVAL)
+
+
+get_ticks = PerLoop(_relay_ticks)

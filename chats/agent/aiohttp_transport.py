@@ -62,7 +62,7 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
 # writing, say): until it bursts again (a read of BURST_BYTES or more), the reader waits for the
 # relay's next tick before each read, so that one read takes all that arrived meanwhile
 # (chats.ticks). An agent sending flat out is read as fast as it sends: its reads find data
-# waiting, or wait microseconds for it.
+# waiting, or wait microseconds for it (a stall of the loop may pace it until its next burst).
 PACED_WAIT = 0.005
 BURST_BYTES = 16 * 1024
 
@@ -77,16 +77,16 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._request = request
         self._tick = tick
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._reads():
-            yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._reads()
 
     async def aiter_text(self) -> AsyncIterator[str]:
         """The body as UTF-8 text, as it arrives; bad bytes become U+FFFD, as httpx decodes."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        async for chunk in self._reads():
-            if text := decoder.decode(chunk):
-                yield text
+        async with contextlib.aclosing(self._reads()) as reads:  # closed with this, not by the GC
+            async for chunk in reads:
+                if text := decoder.decode(chunk):
+                    yield text
         if text := decoder.decode(b"", final=True):
             yield text
 

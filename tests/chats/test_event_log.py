@@ -189,7 +189,9 @@ async def test_what_a_paced_stream_reads_at_a_tick_goes_out_with_that_ticks_flus
     ticks = Ticks(0.5)
     log = EventLog(ticks)
     await ticks.wait()
-    log.append(turn.chat_id, turn.pk, 1, answer("before the tick"))  # the flusher waits first
+    await asyncio.sleep(0.3)  # a window counted from the first event would end 0.3 s late
+    log.append(turn.chat_id, turn.pk, 1, answer("before the tick"))
+    await asyncio.sleep(0)  # the flusher starts, and is the tick's first waiter
 
     async def paced_reader() -> None:
         await ticks.wait()

@@ -3,32 +3,59 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
+import uvloop
 
 from chats.ticks import Ticks, next_tick
 
 
 @pytest.mark.parametrize(
-    ("now", "expected"),
-    [(0.0, 0.1), (0.05, 0.1), (0.1, 0.2), (0.19, 0.2), (12.34, 12.4)],
+    ("now", "interval", "expected"),
+    [
+        (0.0, 0.1, 0.1),
+        (0.05, 0.1, 0.1),
+        (0.1, 0.1, 0.2),
+        (0.19, 0.1, 0.2),
+        (123.51, 0.03, 123.54),  # 123.51 / 0.03 is 4116.999... in floats: on a tick all the same
+    ],
 )
-def test_the_next_tick_is_the_next_multiple_of_the_interval(now, expected):
-    assert next_tick(now, 0.1) == pytest.approx(expected)
+def test_the_next_tick_is_the_next_multiple_of_the_interval(now, interval, expected):
+    assert next_tick(now, interval) == pytest.approx(expected)
 
 
 async def test_every_waiter_of_a_tick_wakes_at_that_tick():
+    """Both at the next tick: not a whole interval after they began to wait."""
     loop = asyncio.get_running_loop()
-    ticks = Ticks(0.05)
-    tick = next_tick(loop.time(), 0.05)
+    ticks = Ticks(1.0)
+    tick = next_tick(loop.time() + 0.5, 1.0)
+    await asyncio.sleep(tick - 0.7 - loop.time())  # about 0.3 s after a tick
 
     async def woken_at() -> float:
         await ticks.wait()
         return loop.time()
 
     first, second = await asyncio.gather(woken_at(), woken_at())
-    assert min(first, second) >= tick - 0.002  # not before it (uvloop's clock counts in ms)
-    assert abs(first - second) < 0.025  # the same tick: their reads come in together
+    for woken in (first, second):
+        assert tick - 0.002 <= woken < tick + 0.2  # uvloop's clock counts in ms
+
+
+def test_a_waiter_woken_by_a_tick_waits_for_the_next_one_on_uvloop():
+    """uvloop's clock and timers count whole milliseconds: a reader that comes back within the
+    tick's millisecond must not find the tick still to come, or already past and let through."""
+
+    async def gaps() -> list[float]:
+        loop = asyncio.get_running_loop()
+        ticks = Ticks(0.05)
+        woken = []
+        for _ in range(8):
+            await ticks.wait()
+            woken.append(loop.time())
+        return [b - a for a, b in itertools.pairwise(woken)]
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert min(runner.run(gaps())) >= 0.025
 
 
 async def test_cancelling_one_waiter_leaves_the_others_waiting():
@@ -42,3 +69,9 @@ async def test_cancelling_one_waiter_leaves_the_others_waiting():
     await asyncio.wait_for(other, 1)  # returns, rather than raising CancelledError
     assert stopped.cancelled()
     assert other.done() and not other.cancelled()
+
+
+@pytest.mark.parametrize("interval", [0, -1])
+async def test_no_interval_is_every_turn_of_the_loop(interval):
+    """EVENT_FLUSH_INTERVAL=0 turns batching off, as it did before the ticks."""
+    await asyncio.wait_for(Ticks(interval).wait(), 0.5)
