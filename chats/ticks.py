@@ -27,8 +27,10 @@ def next_tick(now: float, interval: float) -> float:
 
 
 def _tick_number(now: float, interval: float) -> int:
-    # The tolerance keeps a time that is a multiple of the interval, give or take a float's
-    # rounding, on its own tick: 123.51 / 0.03 is 4116.999..., and uvloop's clock counts in ms.
+    # The tolerance keeps a time that is a tick, give or take a float's rounding, on that tick
+    # (0.3 / 0.1 is 2.9999999999999996). It fades once the quotient passes ~1e7 (days of uptime
+    # on the loop's clock): then a waiter arriving on a tick's very millisecond may pass once.
+    # What keeps a waiter the tick has just woken from passing is Ticks.wait's max().
     return math.floor(now / interval + 1e-9) + 1
 
 

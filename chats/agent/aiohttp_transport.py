@@ -59,8 +59,9 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
 
 
 # An agent that keeps a read waiting PACED_WAIT or more is pacing its stream (a language model
-# writing, say): until it bursts again (a read of BURST_BYTES or more), the reader waits for the
-# relay's next tick before each read, so that one read takes all that arrived meanwhile
+# writing, say): until it bursts again (a read of BURST_BYTES or more that found its data
+# waiting), the reader waits for the relay's next tick before each read, so that one read takes
+# all that arrived meanwhile
 # (chats.ticks). An agent sending flat out is read as fast as it sends: its reads find data
 # waiting, or wait microseconds for it (a stall of the loop may pace it until its next burst).
 PACED_WAIT = 0.005
@@ -83,7 +84,7 @@ class _ResponseStream(httpx.AsyncByteStream):
     async def aiter_text(self) -> AsyncIterator[str]:
         """The body as UTF-8 text, as it arrives; bad bytes become U+FFFD, as httpx decodes."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        async with contextlib.aclosing(self._reads()) as reads:  # closed with this, not by the GC
+        async with contextlib.aclosing(self._reads()) as reads:  # closed when this is
             async for chunk in reads:
                 if text := decoder.decode(chunk):
                     yield text
