@@ -61,9 +61,9 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
 # An agent that keeps a read waiting PACED_WAIT or more is pacing its stream (a language model
 # writing, say): until it bursts again (a read of BURST_BYTES or more that found its data
 # waiting), the reader waits for the relay's next tick before each read, so that one read takes
-# all that arrived meanwhile
-# (chats.ticks). An agent sending flat out is read as fast as it sends: its reads find data
-# waiting, or wait microseconds for it (a stall of the loop may pace it until its next burst).
+# all that arrived meanwhile (chats.ticks). An agent sending flat out is read as fast as it
+# sends: its reads find data waiting, or wait microseconds for it (a stall of the loop may pace
+# it until its next burst).
 PACED_WAIT = 0.005
 BURST_BYTES = 16 * 1024
 
