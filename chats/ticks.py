@@ -21,12 +21,8 @@ import math
 from .per_loop import PerLoop
 
 
-def next_tick(now: float, interval: float) -> float:
-    """The first multiple of `interval` after `now`."""
-    return _tick_number(now, interval) * interval
-
-
-def _tick_number(now: float, interval: float) -> int:
+def tick_number(now: float, interval: float) -> int:
+    """The number of the first tick after `now`: it falls at that number times `interval`."""
     # The tolerance keeps a time that is a tick, give or take a float's rounding, on that tick
     # (0.3 / 0.1 is 2.9999999999999996). It fades once the quotient passes ~1e7 (days of uptime
     # on the loop's clock): then a waiter arriving on a tick's very millisecond may pass once.
@@ -51,7 +47,7 @@ class Ticks:
             # Never a tick that has passed: uvloop may fire a timer up to a millisecond early,
             # and a reader woken by a tick that comes straight back must wait for the next one.
             loop = asyncio.get_running_loop()
-            self._number = max(_tick_number(loop.time(), self.interval), self._number + 1)
+            self._number = max(tick_number(loop.time(), self.interval), self._number + 1)
             self._tick = tick = asyncio.Event()
             loop.call_at(self._number * self.interval, tick.set)
         await self._tick.wait()

@@ -13,7 +13,7 @@ from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
 from chats.event_log import EventLog
 from chats.models import Chat, Turn, TurnEvent
 from chats.relay import RelayFrame, get_relay
-from chats.ticks import Ticks, next_tick
+from chats.ticks import Ticks, tick_number
 from tests.chats.refusals import refusing
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -169,7 +169,7 @@ async def test_the_flusher_writes_at_the_relays_next_tick(user):
     loop = asyncio.get_running_loop()
     interval = 1.0
     log = EventLog(Ticks(interval))
-    tick = next_tick(loop.time() + 0.5, interval)
+    tick = tick_number(loop.time() + 0.5, interval) * interval
     await asyncio.sleep(tick - interval + 0.3 - loop.time())
     appended = loop.time()  # about 0.3 s after a tick
     log.append(turn.chat_id, turn.pk, 1, answer("a"))
@@ -197,7 +197,7 @@ async def test_what_a_paced_stream_reads_at_a_tick_goes_out_with_that_ticks_flus
         await ticks.wait()
         log.append(turn.chat_id, turn.pk, 2, answer("read at the tick"))
 
-    tick = next_tick(loop.time(), 0.5)
+    tick = tick_number(loop.time(), 0.5) * 0.5
     await paced_reader()
     await asyncio.wait_for(page.delivered.wait(), 2)
     relayed = loop.time()

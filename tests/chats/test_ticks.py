@@ -8,7 +8,7 @@ import math
 import pytest
 import uvloop
 
-from chats.ticks import Ticks, next_tick
+from chats.ticks import Ticks, tick_number
 
 
 @pytest.mark.parametrize(
@@ -23,14 +23,14 @@ from chats.ticks import Ticks, next_tick
     ],
 )
 def test_the_next_tick_is_the_next_multiple_of_the_interval(now, interval, expected):
-    assert next_tick(now, interval) == pytest.approx(expected)
+    assert tick_number(now, interval) * interval == pytest.approx(expected)
 
 
 async def test_every_waiter_of_a_tick_wakes_at_that_tick():
     """Both at the next tick: not a whole interval after they began to wait."""
     loop = asyncio.get_running_loop()
     ticks = Ticks(1.0)
-    tick = next_tick(loop.time() + 0.5, 1.0)
+    tick = tick_number(loop.time() + 0.5, 1.0)  # in seconds, at an interval of 1 s
     await asyncio.sleep(tick - 0.7 - loop.time())  # about 0.3 s after a tick
 
     async def woken_at() -> float:
