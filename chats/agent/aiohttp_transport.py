@@ -21,6 +21,7 @@ The transports of one event loop share one aiohttp session (`new_session`, made 
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import contextlib
 import functools
@@ -70,13 +71,51 @@ BURST_BYTES = 16 * 1024
 Tick = Callable[[], Awaitable[None]]
 
 
+class _ReadDeadline:
+    """httpx's read timeout over a body: when no byte arrives for `seconds`, the read fails with
+    aiohttp's SocketTimeoutError (httpx's ReadTimeout). aiohttp's own (`sock_read`) moves a timer
+    for every packet, ~3.5 µs each on uvloop, and a paced agent sends each event in a packet of
+    its own; this one is told of each read and looks once per `seconds`."""
+
+    def __init__(self, content: aiohttp.StreamReader, seconds: float) -> None:
+        self._content = content
+        self._seconds = seconds
+        self._loop = asyncio.get_running_loop()
+        self._arrived = content.total_bytes  # bytes known to have arrived
+        self._arrived_at = self._loop.time()  # by when (to within a read, or a check)
+        self._timer = self._loop.call_at(self._arrived_at + seconds, self._check)
+
+    def note_read(self) -> None:
+        """The reader took what had arrived."""
+        if self._content.total_bytes != self._arrived:
+            self._arrived, self._arrived_at = self._content.total_bytes, self._loop.time()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _check(self) -> None:
+        content = self._content
+        if content.is_eof() or content.exception() is not None:
+            return
+        self.note_read()  # bytes the reader has not taken yet count as well
+        if self._loop.time() - self._arrived_at >= self._seconds:
+            content.set_exception(aiohttp.SocketTimeoutError("Timeout on reading data from socket"))
+            return
+        self._timer = self._loop.call_at(self._arrived_at + self._seconds, self._check)
+
+
 class _ResponseStream(httpx.AsyncByteStream):
     def __init__(
-        self, response: aiohttp.ClientResponse, request: httpx.Request, tick: Tick | None
+        self,
+        response: aiohttp.ClientResponse,
+        request: httpx.Request,
+        tick: Tick | None,
+        read_timeout: float | None,
     ) -> None:
         self._response = response
         self._request = request
         self._tick = tick
+        self._read_timeout = read_timeout
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._reads()
@@ -97,18 +136,25 @@ class _ResponseStream(httpx.AsyncByteStream):
         content = self._response.content
         tick = self._tick
         paced = False
-        with _as_httpx_errors(self._request):
-            chunk = await content.readany()  # not judged: it waits for the agent to start
-            while chunk:
-                yield chunk
-                if paced and not content.is_eof():
-                    await tick()
-                asked = time.perf_counter()
-                chunk = await content.readany()
-                if time.perf_counter() - asked >= PACED_WAIT:
-                    paced = tick is not None
-                elif len(chunk) >= BURST_BYTES:
-                    paced = False
+        deadline = _ReadDeadline(content, self._read_timeout) if self._read_timeout else None
+        try:
+            with _as_httpx_errors(self._request):
+                chunk = await content.readany()  # not judged: it waits for the agent to start
+                while chunk:
+                    if deadline is not None:
+                        deadline.note_read()
+                    yield chunk
+                    if paced and not content.is_eof():
+                        await tick()
+                    asked = time.perf_counter()
+                    chunk = await content.readany()
+                    if time.perf_counter() - asked >= PACED_WAIT:
+                        paced = tick is not None
+                    elif len(chunk) >= BURST_BYTES:
+                        paced = False
+        finally:
+            if deadline is not None:
+                deadline.cancel()
 
     async def aclose(self) -> None:
         # A body not read to its end closes the connection: the agent sees the page stop.
@@ -203,7 +249,11 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                     sock_read=timeout.get("read"),
                 ),
             )
-        stream = _ResponseStream(response, request, self._tick)
+        protocol = response.connection and response.connection.protocol
+        if protocol is not None:
+            # The body's read timeout is _ReadDeadline's: aiohttp's timed the wait for the head.
+            protocol.read_timeout = None
+        stream = _ResponseStream(response, request, self._tick, timeout.get("read"))
         extensions = {"http_version": b"HTTP/1.1", _BODY: stream}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()

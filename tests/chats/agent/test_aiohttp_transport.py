@@ -552,3 +552,34 @@ async def test_a_turn_stopped_while_it_waits_for_a_tick_stops_alone():
     expected = b"".join(numbered(n) for n in range(20))
     assert body == after == expected
     assert server.connections == 2  # the last turn took the other's connection
+
+
+@pytest.mark.parametrize("reader", READERS)
+async def test_an_agent_that_trickles_within_the_read_timeout_is_read_whole(reader):
+    """The read timeout is the longest wait for the next bytes, not for the whole body: events
+    0.15 s apart for 1.2 s, under a read timeout of 0.4 s, arrive whole."""
+    async with raw_server(sends((8, 0.15))) as url:
+        reads = await read_body(url, http_transport(), READERS[reader], read_timeout=0.4)
+    await close_http_sessions()
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(8))
+
+
+async def test_a_paced_body_moves_no_timer_per_packet(monkeypatch):
+    """aiohttp's own read timeout moves a timer for every packet it receives (~3.5 µs each, and
+    a paced agent sends each event in a packet of its own); the body's deadline looks once per
+    read timeout instead."""
+    timers = 0  # the client's read timers (the stand-in's sleeps are timers too, on this loop)
+    timer_handle_init = asyncio.TimerHandle.__init__
+
+    def counted(self, when, callback, *args, **kwargs):
+        nonlocal timers
+        timers += callback.__name__ in {"_on_read_timeout", "_check"}
+        timer_handle_init(self, when, callback, *args, **kwargs)
+
+    async with raw_server(sends((40, 0.005))) as url:
+        monkeypatch.setattr(asyncio.TimerHandle, "__init__", counted)
+        reads = await read_body(url, http_transport(), as_read, read_timeout=5.0)
+        monkeypatch.undo()
+    await close_http_sessions()
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(40))
+    assert 1 <= timers < 5  # one a packet (40) with aiohttp's
