@@ -17,8 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from channels.db import database_sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -43,8 +42,8 @@ RETRY_DELAY = 1.0
 WriteFailed = Callable[[str], None]
 
 
-@dataclass(frozen=True, slots=True)
-class PendingEvent:
+# A tuple: one is built per event, in a third of a frozen dataclass's time.
+class PendingEvent(NamedTuple):
     chat_id: int
     turn_id: int
     seq: int

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -46,8 +45,8 @@ def json_document(text: str) -> Any:
     return json.loads(text)
 
 
-@dataclass(frozen=True, slots=True)
-class StreamMessage:
+# A tuple: one is built per line, in a third of a frozen dataclass's time.
+class StreamMessage(NamedTuple):
     """One `data:` line, decoded: the `event:` name before it (or ""), its JSON and its text."""
 
     event: str
