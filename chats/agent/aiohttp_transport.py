@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
 import httpx
+from aiohttp.client_proto import ResponseHandler
 
 # First match wins: the specific classes come before the ones they derive from.
 _ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
@@ -198,6 +199,20 @@ def _environment_proxy(url: httpx.URL) -> str | None:
 KEEPALIVE_SECONDS = 4.0
 
 
+class _ConnectionProtocol(ResponseHandler):
+    """aiohttp's protocol for a connection, without a resume for every chunk read.
+
+    aiohttp 3.14's reader asks the protocol to resume reading whenever it takes a chunk from a
+    buffer below its low-water mark, paused or not: a call into the parser with no bytes and
+    one into the transport, ~2 µs, for every event of a paced stream (docs/PERFORMANCE.md,
+    "Wave 3, twelfth session"). Resuming what is not paused does nothing else, so it is skipped.
+    """
+
+    def resume_reading(self, resume_parser: bool = True) -> None:
+        if self._reading_paused or self._buffer_paused:
+            super().resume_reading(resume_parser)
+
+
 def new_session(ssl_context: ssl.SSLContext) -> aiohttp.ClientSession:
     """A pool of connections to the agents, for one event loop; whoever makes it closes it.
 
@@ -206,12 +221,15 @@ def new_session(ssl_context: ssl.SSLContext) -> aiohttp.ClientSession:
     every turn's request is as it would be over a connection of its own. An idle connection is
     closed after KEEPALIVE_SECONDS.
     """
+    connector = aiohttp.TCPConnector(
+        ssl=ssl_context,
+        limit=0,  # no cap on how many turns stream at once (aiohttp's default is 100)
+        keepalive_timeout=KEEPALIVE_SECONDS,
+    )
+    # aiohttp takes no protocol class of ours but through this attribute (pinned, and tested).
+    connector._factory = functools.partial(_ConnectionProtocol, loop=asyncio.get_running_loop())
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(
-            ssl=ssl_context,
-            limit=0,  # no cap on how many turns stream at once (aiohttp's default is 100)
-            keepalive_timeout=KEEPALIVE_SECONDS,
-        ),
+        connector=connector,
         cookie_jar=aiohttp.DummyCookieJar(),  # one turn's cookies never reach another's request
         auto_decompress=False,  # httpx decodes the body, by its Content-Encoding
         trust_env=False,  # no ~/.netrc credentials (httpx sends none); proxies below

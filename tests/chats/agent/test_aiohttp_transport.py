@@ -583,3 +583,55 @@ async def test_a_paced_body_moves_no_timer_per_packet(monkeypatch):
     await close_http_sessions()
     assert b"".join(reads) == b"".join(numbered(n) for n in range(40))
     assert 1 <= timers < 5  # one a packet (40) with aiohttp's
+
+
+@pytest.fixture
+def resumes(monkeypatch) -> list[int]:
+    """Counts the times a connection's protocol really resumes reading (aiohttp's own code)."""
+    from aiohttp.base_protocol import BaseProtocol
+
+    count = [0]
+    resume = BaseProtocol.resume_reading
+
+    def counted(self, *args, **kwargs):
+        count[0] += 1
+        resume(self, *args, **kwargs)
+
+    monkeypatch.setattr(BaseProtocol, "resume_reading", counted)
+    return count
+
+
+async def test_a_paced_read_resumes_nothing_that_is_not_paused(resumes):
+    """aiohttp's reader asks for a resume with every chunk it takes; with nothing paused, that
+    is a call into the parser and the transport for every event of a paced stream."""
+    async with raw_server(sends((40, 0.005))) as url:
+        reads = await read_body(url, http_transport(), as_read)
+    await close_http_sessions()
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(40))
+    assert resumes[0] == 0  # 40 or more, one a chunk, with aiohttp's own
+
+
+async def send_four_megabytes(reader, writer) -> None:
+    writer.write(HEADERS)
+    writer.write(chunk(b"x" * 65535 + b"\n") * 64)
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+async def test_a_reader_that_falls_behind_pauses_the_connection_and_resumes_it(resumes):
+    """Flow control still works: bytes past aiohttp's buffer limit pause the connection while
+    the reader is away, and reading resumes it, to the body's end."""
+
+    async def slow(response: httpx.Response) -> list[bytes]:
+        parts = []
+        async for part in aiter_text(response):
+            if not parts:
+                await asyncio.sleep(0.3)  # the agent fills the buffer meanwhile
+            parts.append(part.encode())
+        return parts
+
+    async with raw_server(send_four_megabytes) as url:
+        reads = await asyncio.wait_for(read_body(url, http_transport(), slow, read_timeout=5), 10)
+    await close_http_sessions()
+    assert b"".join(reads) == (b"x" * 65535 + b"\n") * 64
+    assert resumes[0] >= 1
