@@ -73,23 +73,25 @@ Tick = Callable[[], Awaitable[None]]
 
 
 class _ReadDeadline:
-    """httpx's read timeout over a body: when no byte arrives for `seconds`, the read fails with
-    aiohttp's SocketTimeoutError (httpx's ReadTimeout). aiohttp's own (`sock_read`) moves a timer
-    for every packet, ~3.5 µs each on uvloop, and a paced agent sends each event in a packet of
-    its own; this one is told of each read and looks once per `seconds`."""
+    """httpx's read timeout over a body: when the agent sends nothing for `seconds`, the read
+    fails with aiohttp's SocketTimeoutError (httpx's ReadTimeout). aiohttp's own (`sock_read`)
+    moves a timer for every packet, ~3.5 µs each on uvloop, and a paced agent sends each event
+    in a packet of its own; this one is told of each read and looks once per `seconds`.
+
+    Bytes waiting unread are never a stall: the reader is behind, not the agent (and aiohttp
+    may have paused the connection until the reader takes them, as its own timer allows)."""
 
     def __init__(self, content: aiohttp.StreamReader, seconds: float) -> None:
         self._content = content
         self._seconds = seconds
         self._loop = asyncio.get_running_loop()
-        self._arrived = content.total_bytes  # bytes known to have arrived
-        self._arrived_at = self._loop.time()  # by when (to within a read, or a check)
-        self._timer = self._loop.call_at(self._arrived_at + seconds, self._check)
+        self._taken = content.total_bytes  # what had arrived when the reader last read
+        self._read_at = self._loop.time()  # when that was (or when the body began)
+        self._timer = self._loop.call_at(self._read_at + seconds, self._check)
 
     def note_read(self) -> None:
-        """The reader took what had arrived."""
-        if self._content.total_bytes != self._arrived:
-            self._arrived, self._arrived_at = self._content.total_bytes, self._loop.time()
+        """The reader took all that had arrived."""
+        self._taken, self._read_at = self._content.total_bytes, self._loop.time()
 
     def cancel(self) -> None:
         self._timer.cancel()
@@ -98,11 +100,13 @@ class _ReadDeadline:
         content = self._content
         if content.is_eof() or content.exception() is not None:
             return
-        self.note_read()  # bytes the reader has not taken yet count as well
-        if self._loop.time() - self._arrived_at >= self._seconds:
+        now = self._loop.time()
+        if content.total_bytes != self._taken:  # bytes wait for the reader
+            self._timer = self._loop.call_at(now + self._seconds, self._check)
+        elif now - self._read_at >= self._seconds:
             content.set_exception(aiohttp.SocketTimeoutError("Timeout on reading data from socket"))
-            return
-        self._timer = self._loop.call_at(self._arrived_at + self._seconds, self._check)
+        else:
+            self._timer = self._loop.call_at(self._read_at + self._seconds, self._check)
 
 
 class _ResponseStream(httpx.AsyncByteStream):

@@ -79,6 +79,17 @@ async def stall_mid_body(reader, writer) -> None:
     await asyncio.sleep(5)
 
 
+async def stall_after_events(reader, writer) -> None:
+    """Silent after events that came apart from the head: only the body's timeout can tell."""
+    writer.write(HEADERS)
+    for _ in range(2):
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.write(chunk(EVENT))
+    await writer.drain()
+    await asyncio.sleep(5)
+
+
 async def answer_in_full(reader, writer) -> None:
     writer.write(HEADERS + chunk(EVENT) + chunk(EVENT) + b"0\r\n\r\n")
     await writer.drain()
@@ -204,6 +215,7 @@ async def test_a_compressed_body_is_decoded_by_httpx(name, reader):
         (cut_mid_body, httpx.RemoteProtocolError),
         (stall_before_answering, httpx.ReadTimeout),
         (stall_mid_body, httpx.ReadTimeout),
+        (stall_after_events, httpx.ReadTimeout),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
@@ -557,11 +569,11 @@ async def test_a_turn_stopped_while_it_waits_for_a_tick_stops_alone():
 @pytest.mark.parametrize("reader", READERS)
 async def test_an_agent_that_trickles_within_the_read_timeout_is_read_whole(reader):
     """The read timeout is the longest wait for the next bytes, not for the whole body: events
-    0.15 s apart for 1.2 s, under a read timeout of 0.4 s, arrive whole."""
-    async with raw_server(sends((8, 0.15))) as url:
-        reads = await read_body(url, http_transport(), READERS[reader], read_timeout=0.4)
+    0.1 s apart for 1.2 s, under a read timeout of 0.6 s, arrive whole."""
+    async with raw_server(sends((12, 0.1))) as url:
+        reads = await read_body(url, http_transport(), READERS[reader], read_timeout=0.6)
     await close_http_sessions()
-    assert b"".join(reads) == b"".join(numbered(n) for n in range(8))
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(12))
 
 
 async def test_a_paced_body_moves_no_timer_per_packet(monkeypatch):
@@ -620,18 +632,20 @@ async def send_four_megabytes(reader, writer) -> None:
 
 async def test_a_reader_that_falls_behind_pauses_the_connection_and_resumes_it(resumes):
     """Flow control still works: bytes past aiohttp's buffer limit pause the connection while
-    the reader is away, and reading resumes it, to the body's end."""
+    the reader is away, and reading resumes it, to the body's end. Away for longer than the
+    read timeout, too: the agent is not silent, the reader is behind."""
 
     async def slow(response: httpx.Response) -> list[bytes]:
         parts = []
         async for part in aiter_text(response):
             if not parts:
-                await asyncio.sleep(0.3)  # the agent fills the buffer meanwhile
+                await asyncio.sleep(0.8)  # the agent fills the buffer meanwhile
             parts.append(part.encode())
         return parts
 
     async with raw_server(send_four_megabytes) as url:
-        reads = await asyncio.wait_for(read_body(url, http_transport(), slow, read_timeout=5), 10)
+        reading = read_body(url, http_transport(), slow, read_timeout=0.3)
+        reads = await asyncio.wait_for(reading, 10)
     await close_http_sessions()
     assert b"".join(reads) == (b"x" * 65535 + b"\n") * 64
     assert resumes[0] >= 1
