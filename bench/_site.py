@@ -414,6 +414,7 @@ class Site:
             "DATABASE_URL",
             "RESEARCH_AGENT_URL",
             "EVENT_FLUSH_INTERVAL",
+            "EVENT_FLUSH_INTERVAL_MAX",
             "REDIS_URL",
             "RELAY_PREFIX",
         }

@@ -8,7 +8,7 @@ import math
 import pytest
 import uvloop
 
-from chats.ticks import Ticks, tick_number
+from chats.ticks import QUIET_STREAMS, Ticks, get_ticks, tick_number
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,54 @@ async def test_cancelling_one_waiter_leaves_the_others_waiting():
 async def test_no_interval_is_every_turn_of_the_loop(interval):
     """EVENT_FLUSH_INTERVAL=0 turns batching off, as it did before the ticks."""
     await asyncio.wait_for(Ticks(interval).wait(), 0.5)
+
+
+async def woken_together(ticks: Ticks, waiters: int) -> float:
+    """Have `waiters` wait for the same tick; return the loop time it woke them."""
+    loop = asyncio.get_running_loop()
+
+    async def woken_at() -> float:
+        await ticks.wait()
+        return loop.time()
+
+    return min(await asyncio.gather(*(woken_at() for _ in range(waiters))))
+
+
+async def test_a_tick_that_many_streams_wait_for_widens_the_next_window():
+    """150 paced streams are one and a half times what one interval serves: the next tick is
+    one and a half intervals after this one, and a quiet tick brings the interval back."""
+    ticks = Ticks(0.02, longest=0.04)
+    busy = await woken_together(ticks, int(QUIET_STREAMS * 1.5))
+    assert ticks.window == pytest.approx(0.03)
+    after_busy = await woken_together(ticks, 1)
+    assert after_busy - busy >= 0.03 - 0.002  # uvloop's timers may fire a millisecond early
+    assert ticks.window == 0.02
+    after_quiet = await woken_together(ticks, 1)
+    assert 0.02 - 0.002 <= after_quiet - after_busy < 0.03 - 0.002
+
+
+async def test_the_window_widens_no_further_than_the_longest():
+    ticks = Ticks(0.02, longest=0.04)
+    await woken_together(ticks, QUIET_STREAMS * 10)
+    assert ticks.window == 0.04
+
+
+@pytest.mark.parametrize("longest", [0.0, 0.01, 0.02])
+async def test_without_a_longer_window_many_streams_keep_the_interval(longest):
+    """EVENT_FLUSH_INTERVAL_MAX at or under EVENT_FLUSH_INTERVAL keeps the window fixed."""
+    ticks = Ticks(0.02, longest=longest)
+    await woken_together(ticks, QUIET_STREAMS * 3)
+    assert ticks.window == 0.02
+
+
+async def test_a_few_streams_keep_the_interval():
+    ticks = Ticks(0.02, longest=0.04)
+    await woken_together(ticks, QUIET_STREAMS // 2)
+    assert ticks.window == 0.02
+
+
+async def test_the_relay_ticks_take_both_windows_from_the_settings(settings):
+    settings.EVENT_FLUSH_INTERVAL = 0.025
+    settings.EVENT_FLUSH_INTERVAL_MAX = 0.07
+    ticks = get_ticks()  # this test's loop's: made now, from these settings
+    assert (ticks.interval, ticks.longest) == (0.025, 0.07)
