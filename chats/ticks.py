@@ -14,7 +14,7 @@ waiter of one tick wakes in the same turn of the loop.
 
 Under load the window widens. Each tick costs the server per stream read and per frame sent,
 whatever they carry, and every paced stream waits for every tick: when more than QUIET_STREAMS
-wait for one, the next is that much further away (150 streams: 1.5 intervals), up to
+wait for one, the next is that much further away (75 streams: 1.5 intervals), up to
 EVENT_FLUSH_INTERVAL_MAX. A quiet process keeps the short window; a busy one sends fewer, fuller
 frames rather than falling behind (docs/PERFORMANCE.md, "Wave 3, thirteenth session").
 """
@@ -37,10 +37,12 @@ def tick_number(now: float, interval: float) -> int:
 
 
 # The paced streams one interval serves: past this, the window widens in proportion. Measured
-# on two cores with 200 streams: a 60 ms window took 18% less CPU per event than 30 ms, and its
-# 99th percentile of delay was lower, the server being less saturated; 100 ms gained no more CPU
-# and passed 250 ms at the 99th percentile.
-QUIET_STREAMS = 100
+# on two cores with 200 streams (docs/PERFORMANCE.md, "Wave 3, thirteenth session"): in one
+# process, a 60 ms window took 15-20% less CPU per event than 30 ms, and its 99th percentile of
+# delay was no higher, the server being less saturated (100 ms gained no more CPU, and passed
+# 250 ms at the 99th percentile); in two workers of 100 streams each, widening from 50 streams
+# rather than 100 took ~12% less CPU per event for ~12 ms more median delay.
+QUIET_STREAMS = 50
 
 
 class Ticks:
