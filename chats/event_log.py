@@ -1,10 +1,10 @@
 """Store each run's events, then relay them: one batched write and one frame per chat per tick.
 
 Every running turn in this process appends here; a single flusher writes all pending events in
-one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, `ticks.py`) and only then
-relays them to each chat's pages (`relay.py`). Relaying after the commit is what makes resume
-gap-free: a page that joins the relay and then reads the log sees every event either in the log
-or live (maybe both; seqs dedupe).
+one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, wider when busy:
+`ticks.py`) and only then relays them to each chat's pages (`relay.py`). Relaying after the
+commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
+every event either in the log or live (maybe both; seqs dedupe).
 
 A write that fails is retried turn by turn, so one turn's bad event never holds back the
 others (issue 9): the turn the database refuses is failed and its run told to stop.

@@ -1,7 +1,7 @@
 """The relay's clock: the event log flushes at its ticks, and paced streams are read at them.
 
-The event log relays what the runs read once per EVENT_FLUSH_INTERVAL (its coalescing window), so
-reading an agent's stream more often than that buys the page nothing. It costs the server, though:
+The event log relays what the runs read once per tick (its coalescing window), so reading an
+agent's stream more often than that buys the page nothing. It costs the server, though:
 an agent paced at 50 events/s sends each event in a packet of its own, and each read wakes the
 run's whole chain (the SSE parser, the transcript, the log) whether it carries one event or ten.
 So the agents' transport reads a paced stream once per tick, aiohttp buffering what arrives in
@@ -9,14 +9,16 @@ between (`chats.agent.aiohttp_transport`), and the log's flusher waits for the s
 lets those reads append before it writes (`chats.event_log`): an event waits for the next tick,
 as it waited for the next flush before.
 
-The ticks fall on multiples of the window on the event loop's clock (`loop.time()`), and every
-waiter of one tick wakes in the same turn of the loop.
+Every waiter of one tick wakes in the same turn of the loop. A tick falls one window after the
+last, or, after a quiet spell, on the next multiple of the window on the loop's clock.
 
-Under load the window widens. Each tick costs the server per stream read and per frame sent,
-whatever they carry, and every paced stream waits for every tick: when more than QUIET_STREAMS
-wait for one, the next is that much further away (75 streams: 1.5 intervals), up to
-EVENT_FLUSH_INTERVAL_MAX. A quiet process keeps the short window; a busy one sends fewer, fuller
-frames rather than falling behind (docs/PERFORMANCE.md, "Wave 3, thirteenth session").
+The window is EVENT_FLUSH_INTERVAL, widened under load. Each tick costs the server per stream
+read and per frame sent, whatever they carry, and every paced stream is read at every tick: when
+a tick wakes more than QUIET_STREAMS waiters, the next tick is that much further away (75: 1.5
+intervals), up to EVENT_FLUSH_INTERVAL_MAX; a tick that wakes fewer brings the interval back. A
+quiet process keeps the short window; a busy one sends fewer, fuller frames rather than falling
+behind (docs/PERFORMANCE.md, "Wave 3, thirteenth session"). The first tick after a quiet spell
+may still be a wide window away.
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ class Ticks:
         self.longest = max(interval, longest)
         self.window = interval  # from the last tick to the next
         # The next tick's waiters, woken together; a future each rather than one asyncio.Event:
-        # an Event's wait costs ~1 µs more per waiter and tick (docs/PERFORMANCE.md, "Wave 3,
+        # an Event's wait cost 0.5 µs more per waiter and tick (docs/PERFORMANCE.md, "Wave 3,
         # thirteenth session"), and one shared future would be cancelled with any one waiter.
         self._waiters: list[asyncio.Future[None]] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # whose clock _at is on
         self._at = -math.inf  # the last tick's time on the loop's clock
 
     async def wait(self) -> None:
@@ -66,6 +69,8 @@ class Ticks:
             return
         loop = asyncio.get_running_loop()
         waiters = self._waiters
+        if loop is not self._loop:  # a closed loop's tick never comes (tests run many loops)
+            self._loop, self._at, waiters = loop, -math.inf, None
         if waiters is None:
             # Never a tick that has passed: uvloop may fire a timer up to a millisecond early,
             # and a reader woken by a tick that comes straight back must wait for the next one.
@@ -78,12 +83,15 @@ class Ticks:
         await waiter
 
     def _tick(self, waiters: list[asyncio.Future[None]]) -> None:
-        self._waiters = None
-        load = len(waiters) / QUIET_STREAMS
-        self.window = min(self.longest, max(self.interval, self.interval * load))
+        if waiters is self._waiters:
+            self._waiters = None
+        woken = 0
         for waiter in waiters:
-            if not waiter.done():  # a cancelled waiter's future is done
+            if not waiter.done():  # a cancelled waiter's future is done, and not counted
                 waiter.set_result(None)
+                woken += 1
+        load = woken / QUIET_STREAMS  # the paced streams, and the event log's flusher
+        self.window = min(self.longest, max(self.interval, self.interval * load))
 
 
 def _relay_ticks() -> Ticks:
