@@ -196,7 +196,10 @@ class EventLog:
             # Let the batch fill until the relay's next tick: this is the frame-coalescing window.
             # The paced streams read what reached them meanwhile at that same tick (chats.ticks),
             # from buffers, without waiting; one more turn of the loop lets them append it first.
+            # A stream whose socket was read again late (a busy loop fires the tick with the
+            # early timer) has its bytes one turn later, when the loop polls: a second turn.
             await self.ticks.wait()
+            await asyncio.sleep(0)
             await asyncio.sleep(0)
             try:
                 await self.flush()

@@ -24,9 +24,13 @@ may still be a wide window away.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
+from collections.abc import Callable
 
 from .per_loop import PerLoop
+
+logger = logging.getLogger(__name__)
 
 
 def tick_number(now: float, interval: float) -> int:
@@ -46,6 +50,11 @@ def tick_number(now: float, interval: float) -> int:
 # rather than 100 took ~12% less CPU per event for ~12 ms more median delay.
 QUIET_STREAMS = 50
 
+# How long before a tick the sockets held since the last one are read again (`wait(before=)`):
+# the packets the kernel gathered meanwhile reach the reader's buffer in one read before the tick
+# wakes it. What arrives in these last milliseconds is read packet by packet, as before.
+READ_LEAD = 0.003
+
 
 class Ticks:
     """This event loop's ticks, `interval` seconds apart, or up to `longest` apart while many
@@ -59,18 +68,23 @@ class Ticks:
         # an Event's wait cost 0.5 µs more per waiter and tick (docs/PERFORMANCE.md, "Wave 3,
         # thirteenth session"), and one shared future would be cancelled with any one waiter.
         self._waiters: list[asyncio.Future[None]] | None = None
+        self._early: list[Callable[[], None]] | None = None  # due READ_LEAD before the next
         self._loop: asyncio.AbstractEventLoop | None = None  # whose clock _at is on
         self._at = -math.inf  # the last tick's time on the loop's clock
 
-    async def wait(self) -> None:
-        """Return at the next tick. Cancelling one waiter leaves the others waiting."""
+    async def wait(self, before: Callable[[], None] | None = None) -> None:
+        """Return at the next tick; call `before` READ_LEAD seconds ahead of it (or, on a late
+        loop, at the tick, before any waiter wakes). Cancelling one waiter leaves the others
+        waiting, and its `before` is called all the same."""
         if self.interval <= 0:
+            if before is not None:
+                before()
             await asyncio.sleep(0)
             return
         loop = asyncio.get_running_loop()
         waiters = self._waiters
         if loop is not self._loop:  # a closed loop's tick never comes (tests run many loops)
-            self._loop, self._at, waiters = loop, -math.inf, None
+            self._loop, self._at, waiters, self._early = loop, -math.inf, None, None
         if waiters is None:
             # Never a tick that has passed: uvloop may fire a timer up to a millisecond early,
             # and a reader woken by a tick that comes straight back must wait for the next one.
@@ -78,6 +92,12 @@ class Ticks:
             self._at = max(tick_number(loop.time(), window) * window, self._at + window)
             self._waiters = waiters = []
             loop.call_at(self._at, self._tick, waiters)
+        if before is not None:
+            early = self._early
+            if early is None:
+                self._early = early = []
+                loop.call_at(self._at - READ_LEAD, _call_all, early)
+            early.append(before)
         waiter = loop.create_future()
         waiters.append(waiter)
         await waiter
@@ -85,6 +105,9 @@ class Ticks:
     def _tick(self, waiters: list[asyncio.Future[None]]) -> None:
         if waiters is self._waiters:
             self._waiters = None
+            early, self._early = self._early, None
+            if early:  # its timer is due with this one: a loop running late
+                _call_all(early)
         woken = 0
         for waiter in waiters:
             if not waiter.done():  # a cancelled waiter's future is done, and not counted
@@ -92,6 +115,18 @@ class Ticks:
                 woken += 1
         load = woken / QUIET_STREAMS  # the paced streams, and the event log's flusher
         self.window = min(self.longest, max(self.interval, self.interval * load))
+
+
+def _call_all(callbacks: list[Callable[[], None]]) -> None:
+    """Call each once, emptying the list (the tick calls what its early timer has not). One
+    that fails is logged and the others are called all the same: each resumes a stream."""
+    calling = callbacks[:]
+    callbacks.clear()
+    for callback in calling:
+        try:
+            callback()
+        except Exception:
+            logger.exception("A callback before the relay's tick failed")
 
 
 def _relay_ticks() -> Ticks:

@@ -69,7 +69,9 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
 PACED_WAIT = 0.005
 BURST_BYTES = 16 * 1024
 
-Tick = Callable[[], Awaitable[None]]
+# The relay's next tick (chats.ticks.Ticks.wait): it calls the function given, if any, shortly
+# before it comes.
+Tick = Callable[..., Awaitable[None]]
 
 
 class _ReadDeadline:
@@ -136,12 +138,17 @@ class _ResponseStream(httpx.AsyncByteStream):
             yield text
 
     async def _reads(self) -> AsyncIterator[bytes]:
-        """What has arrived, at once; a paced stream once per tick. Between two reads aiohttp
-        buffers what arrives (pausing the socket as well measured no cheaper)."""
+        """What has arrived, at once; a paced stream once per tick. Between two reads of a
+        paced stream its socket is held, so that the kernel gathers the agent's packets, and
+        read again just before the tick (`Ticks.wait(before=)`): one read for the tick's
+        events rather than one per packet (docs/PERFORMANCE.md, "Wave 3, thirteenth session")."""
         content = self._response.content
         tick = self._tick
         paced = False
         deadline = _ReadDeadline(content, self._read_timeout) if self._read_timeout else None
+        connection = self._response.connection
+        protocol = connection.protocol if connection is not None else None
+        hold = isinstance(protocol, _ConnectionProtocol)
         try:
             with _as_httpx_errors(self._request):
                 chunk = await content.readany()  # not judged: it waits for the agent to start
@@ -150,7 +157,11 @@ class _ResponseStream(httpx.AsyncByteStream):
                         deadline.note_read()
                     yield chunk
                     if paced and not content.is_eof():
-                        await tick()
+                        if hold:
+                            protocol.hold_reading()
+                            await tick(protocol.release_reading)
+                        else:
+                            await tick()
                     asked = time.perf_counter()
                     chunk = await content.readany()
                     if time.perf_counter() - asked >= PACED_WAIT:
@@ -204,17 +215,43 @@ KEEPALIVE_SECONDS = 4.0
 
 
 class _ConnectionProtocol(ResponseHandler):
-    """aiohttp's protocol for a connection, without a resume for every chunk read.
+    """aiohttp's protocol for a connection, without a resume for every chunk read, and with a
+    hold on the socket that the reader of a paced stream takes between two ticks.
 
     aiohttp 3.14's reader asks the protocol to resume reading whenever it takes a chunk from a
     buffer below its low-water mark, paused or not: a call into the parser with no bytes and
     one into the transport, ~2 µs, for every event of a paced stream (docs/PERFORMANCE.md,
     "Wave 3, twelfth session"). Resuming what is not paused does nothing else, so it is skipped.
+
+    The hold stops reading the socket without touching aiohttp's own flow control (its
+    `_reading_paused` and `_buffer_paused`): the socket is read again once neither holds it.
     """
+
+    _held = False
+
+    def hold_reading(self) -> None:
+        """Leave what arrives in the kernel's buffer until `release_reading`."""
+        if not self._held:
+            self._held = True
+            self._pause_transport_reading()
+
+    def release_reading(self) -> None:
+        if self._held:
+            self._held = False
+            if not (self._reading_paused or self._buffer_paused):
+                self._resume_transport_reading()
+
+    def _resume_transport_reading(self) -> None:
+        if not self._held:
+            super()._resume_transport_reading()
 
     def resume_reading(self, resume_parser: bool = True) -> None:
         if self._reading_paused or self._buffer_paused:
             super().resume_reading(resume_parser)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._held = False  # the pool never gets back a connection that reads nothing
+        super().connection_lost(exc)
 
 
 def new_session(ssl_context: ssl.SSLContext) -> aiohttp.ClientSession:

@@ -12,7 +12,8 @@ from typing import TypeVar
 import pytest
 import uvloop
 
-from chats.ticks import QUIET_STREAMS, Ticks, get_ticks, tick_number
+from chats import ticks as ticks_module
+from chats.ticks import QUIET_STREAMS, READ_LEAD, Ticks, get_ticks, tick_number
 
 T = TypeVar("T")
 
@@ -201,3 +202,47 @@ async def test_the_relay_ticks_take_both_windows_from_the_settings(settings):
     settings.EVENT_FLUSH_INTERVAL_MAX = 0.07
     ticks = get_ticks()  # this test's loop's: made now, from these settings
     assert (ticks.interval, ticks.longest) == (0.025, 0.07)
+
+
+def test_what_a_waiter_asks_to_run_before_the_tick_runs_read_lead_ahead_of_it():
+    """A paced stream's socket is read again just before the tick, so the tick finds its bytes
+    in the reader's buffer; a waiter cancelled meanwhile still gets its socket back."""
+    ticks = Ticks(0.02)
+    called: list[tuple[str, float]] = []
+
+    async def main(loop):
+        def before(name):
+            return lambda: called.append((name, loop.time()))
+
+        stopped = asyncio.create_task(ticks.wait(before("stopped")))
+        waiting = asyncio.create_task(ticks.wait(before("waiting")))
+        await asyncio.sleep(0)
+        stopped.cancel()
+        await waiting
+        return loop.time()
+
+    tick = run_on_virtual_clock(main)
+    assert sorted(name for name, _ in called) == ["stopped", "waiting"]
+    for _, at in called:
+        assert at == pytest.approx(tick - READ_LEAD)
+
+
+def test_what_runs_before_the_tick_runs_before_its_waiters_wake_even_when_late(monkeypatch):
+    """A loop running late may fire the tick's timer first: the waiters wake after it all the
+    same."""
+    monkeypatch.setattr(ticks_module, "READ_LEAD", -0.005)  # its timer after the tick's
+    ticks = Ticks(0.02)
+    order: list[str] = []
+
+    async def main(loop):
+        await ticks.wait(lambda: order.append("before"))
+        order.append("woken")
+
+    run_on_virtual_clock(main)
+    assert order == ["before", "woken"]
+
+
+async def test_without_batching_what_runs_before_the_tick_runs_at_once():
+    called = []
+    await Ticks(0).wait(lambda: called.append(True))
+    assert called == [True]

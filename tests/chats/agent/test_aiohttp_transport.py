@@ -16,6 +16,7 @@ import pytest
 from chats.agent import aiohttp_transport
 from chats.agent.aiohttp_transport import (
     AiohttpTransport,
+    _ConnectionProtocol,
     aiter_text,
     environment_proxies,
     new_session,
@@ -483,12 +484,12 @@ class CountedTicks:
         self.readers: set[asyncio.Task] = set()  # the readers that have waited for a tick
         self.two_readers_paced = asyncio.Event()
 
-    async def wait(self) -> None:
+    async def wait(self, before=None) -> None:
         self.waits += 1
         self.readers.add(asyncio.current_task())
         if len(self.readers) >= 2:
             self.two_readers_paced.set()
-        await self.ticks.wait()
+        await self.ticks.wait(before)
 
 
 @asynccontextmanager
@@ -509,6 +510,71 @@ async def test_a_paced_stream_is_read_once_per_tick(settings):
     await close_http_sessions()
     assert b"".join(reads) == b"".join(numbered(n) for n in range(30))
     assert len(reads) <= 10  # 30 when each event is read as it comes; about 4 here
+
+
+@pytest.fixture
+def socket_reads(monkeypatch) -> list[int]:
+    """Counts the bytes-bearing reads of the connections' sockets (aiohttp's data_received)."""
+    count = [0]
+    received = _ConnectionProtocol.data_received
+
+    def counted(self, data: bytes) -> None:
+        count[0] += bool(data)
+        received(self, data)
+
+    monkeypatch.setattr(_ConnectionProtocol, "data_received", counted)
+    return count
+
+
+async def test_a_paced_streams_socket_is_read_once_per_tick(settings, socket_reads):
+    """Between two ticks its socket is held, and the kernel gathers the agent's packets: one
+    read of the socket takes what ten packets brought, not one read a packet."""
+    settings.EVENT_FLUSH_INTERVAL = 0.1
+    async with raw_server(sends((30, 0.01))) as url:
+        reads = await read_body(url, http_transport(), as_read)
+    await close_http_sessions()
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(30))
+    assert socket_reads[0] <= 12  # 31 or more without the hold (the head, each event); ~6 here
+
+
+class RecordingTransport(asyncio.Transport):
+    """What a connection's protocol asks of its socket: reading, or not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def is_closing(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("released_first", ["hold", "flow control"])
+async def test_the_hold_and_aiohttps_flow_control_each_keep_the_socket_until_both_let_go(
+    released_first,
+):
+    """A reader far behind (aiohttp pauses for its buffer) and the hold between two ticks both
+    stop reading; the socket is read again only when neither holds it, whichever lets go first."""
+    protocol = _ConnectionProtocol(loop=asyncio.get_running_loop())
+    transport = RecordingTransport()
+    protocol.connection_made(transport)
+    protocol.hold_reading()
+    protocol._pause_reading_for_buffer()  # aiohttp's own: its buffer is full
+    assert not transport.reading
+    if released_first == "hold":
+        protocol.release_reading()
+        assert not transport.reading
+        protocol._resume_reading_for_buffer()
+    else:
+        protocol._resume_reading_for_buffer()
+        assert not transport.reading
+        protocol.release_reading()
+    assert transport.reading
 
 
 async def test_an_agent_sending_flat_out_is_read_as_fast_as_it_sends(monkeypatch):
