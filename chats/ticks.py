@@ -68,7 +68,7 @@ class Ticks:
         # an Event's wait cost 0.5 µs more per waiter and tick (docs/PERFORMANCE.md, "Wave 3,
         # thirteenth session"), and one shared future would be cancelled with any one waiter.
         self._waiters: list[asyncio.Future[None]] | None = None
-        self._early: list[Callable[[], None]] | None = None  # due READ_LEAD before the next
+        self._early: list[Callable[[], None]] = []  # due READ_LEAD before the next tick
         self._loop: asyncio.AbstractEventLoop | None = None  # whose clock _at is on
         self._at = -math.inf  # the last tick's time on the loop's clock
 
@@ -78,36 +78,33 @@ class Ticks:
         waiting, and its `before` is called all the same."""
         if self.interval <= 0:
             if before is not None:
-                before()
+                _call_all([before])
             await asyncio.sleep(0)
             return
         loop = asyncio.get_running_loop()
         waiters = self._waiters
         if loop is not self._loop:  # a closed loop's tick never comes (tests run many loops)
-            self._loop, self._at, waiters, self._early = loop, -math.inf, None, None
+            self._loop, self._at, waiters = loop, -math.inf, None
         if waiters is None:
             # Never a tick that has passed: uvloop may fire a timer up to a millisecond early,
             # and a reader woken by a tick that comes straight back must wait for the next one.
             window = self.window
             self._at = max(tick_number(loop.time(), window) * window, self._at + window)
             self._waiters = waiters = []
-            loop.call_at(self._at, self._tick, waiters)
+            self._early = []  # this tick's own: a tick calls only what was asked of it
+            loop.call_at(self._at, self._tick, waiters, self._early)
         if before is not None:
-            early = self._early
-            if early is None:
-                self._early = early = []
-                loop.call_at(self._at - READ_LEAD, _call_all, early)
-            early.append(before)
+            if not self._early:
+                loop.call_at(self._at - READ_LEAD, _call_all, self._early)
+            self._early.append(before)
         waiter = loop.create_future()
         waiters.append(waiter)
         await waiter
 
-    def _tick(self, waiters: list[asyncio.Future[None]]) -> None:
+    def _tick(self, waiters: list[asyncio.Future[None]], early: list[Callable[[], None]]) -> None:
         if waiters is self._waiters:
             self._waiters = None
-            early, self._early = self._early, None
-            if early:  # its timer is due with this one: a loop running late
-                _call_all(early)
+        _call_all(early)  # what its early timer has not called: a loop running late
         woken = 0
         for waiter in waiters:
             if not waiter.done():  # a cancelled waiter's future is done, and not counted

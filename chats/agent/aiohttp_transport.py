@@ -139,16 +139,18 @@ class _ResponseStream(httpx.AsyncByteStream):
 
     async def _reads(self) -> AsyncIterator[bytes]:
         """What has arrived, at once; a paced stream once per tick. Between two reads of a
-        paced stream its socket is held, so that the kernel gathers the agent's packets, and
-        read again just before the tick (`Ticks.wait(before=)`): one read for the tick's
-        events rather than one per packet (docs/PERFORMANCE.md, "Wave 3, thirteenth session")."""
+        paced stream over plain TCP its socket is held, so that the kernel gathers the agent's
+        packets, and read again just before the tick (`Ticks.wait(before=)`): one read for the
+        tick's events rather than one per packet (docs/PERFORMANCE.md, "Wave 3, thirteenth
+        session"). Bytes held in the kernel are not seen by the read deadline, which a window
+        far under any read timeout makes no matter."""
         content = self._response.content
         tick = self._tick
         paced = False
         deadline = _ReadDeadline(content, self._read_timeout) if self._read_timeout else None
         connection = self._response.connection
         protocol = connection.protocol if connection is not None else None
-        hold = isinstance(protocol, _ConnectionProtocol)
+        hold = isinstance(protocol, _ConnectionProtocol) and protocol.holds_the_socket()
         try:
             with _as_httpx_errors(self._request):
                 chunk = await content.readany()  # not judged: it waits for the agent to start
@@ -229,6 +231,18 @@ class _ConnectionProtocol(ResponseHandler):
 
     _held = False
 
+    def holds_the_socket(self) -> bool:
+        """Whether `hold_reading` leaves the bytes in the kernel: on plain TCP only.
+
+        Over TLS, pausing stops only what the TLS layer hands on, while it goes on reading the
+        socket, so the kernel gathers nothing; and uvloop's TLS layer drops what it holds when
+        the agent closes the connection meanwhile (a reviewer's reproducer lost the last events
+        of a body delimited by the close, with no error). A stream over TLS is read as before:
+        aiohttp buffers it between two ticks.
+        """
+        transport = self.transport
+        return transport is not None and transport.get_extra_info("sslcontext") is None
+
     def hold_reading(self) -> None:
         """Leave what arrives in the kernel's buffer until `release_reading`."""
         if not self._held:
@@ -250,7 +264,7 @@ class _ConnectionProtocol(ResponseHandler):
             super().resume_reading(resume_parser)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._held = False  # the pool never gets back a connection that reads nothing
+        self._held = False  # nothing left to hold (a held body is unfinished: never pooled)
         super().connection_lost(exc)
 
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import ssl
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import httpx
 import pytest
+import trustme
+import uvloop
 
 from chats.agent import aiohttp_transport
 from chats.agent.aiohttp_transport import (
@@ -535,6 +538,58 @@ async def test_a_paced_streams_socket_is_read_once_per_tick(settings, socket_rea
     await close_http_sessions()
     assert b"".join(reads) == b"".join(numbered(n) for n in range(30))
     assert socket_reads[0] <= 12  # 31 or more without the hold (the head, each event); ~6 here
+
+
+def close_delimited(events: int, gap: float) -> Handler:
+    """An agent that paces `events` events, then ends its body by closing the connection (no
+    length, no chunks: HTTP/1.0's way, and any agent's that crashes mid-stream)."""
+
+    async def send(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+        writer.write(b"Connection: close\r\n\r\n")
+        for n in range(events):
+            if n:
+                await asyncio.sleep(gap)
+            writer.write(numbered(n))
+            await writer.drain()
+        writer.transport.abort()  # at once, with no TLS goodbye: as a process that exits
+
+    return send
+
+
+@pytest.mark.parametrize("loop_factory", [uvloop.new_event_loop, asyncio.new_event_loop])
+def test_a_paced_stream_over_tls_that_ends_with_the_connection_is_read_whole(loop_factory):
+    """Over TLS the socket is not held: uvloop's TLS layer, paused, drops what it holds when
+    the agent closes the connection, and a body the close delimits would end short, silently."""
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    authority.configure_trust(client_context)
+    handler = close_delimited(21, 0.01)
+
+    async def read() -> list[bytes]:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            try:
+                await handler(reader, writer)
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_context)
+        port = server.sockets[0].getsockname()[1]
+        ticks = Ticks(0.05)
+        session = new_session(client_context)
+        try:
+            async with server:
+                transport = AiohttpTransport(session, tick=ticks.wait)
+                return await read_body(f"https://127.0.0.1:{port}/stream", transport, as_read)
+        finally:
+            await session.close()
+
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        reads = runner.run(read())
+    assert b"".join(reads) == b"".join(numbered(n) for n in range(21))
 
 
 class RecordingTransport(asyncio.Transport):
