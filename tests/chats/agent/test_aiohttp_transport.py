@@ -41,8 +41,9 @@ def chunk(data: bytes) -> bytes:
 
 
 @asynccontextmanager
-async def raw_server(handler: Handler) -> AsyncIterator[str]:
-    """A TCP server that reads the request head, then does what `handler` says."""
+async def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> AsyncIterator[str]:
+    """A TCP server (over TLS with `tls`) that reads the request head, then does what
+    `handler` says."""
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -51,10 +52,10 @@ async def raw_server(handler: Handler) -> AsyncIterator[str]:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=tls)
     port = server.sockets[0].getsockname()[1]
     async with server:
-        yield f"http://127.0.0.1:{port}/stream"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}/stream"
 
 
 async def hang_up(reader, writer) -> None:
@@ -566,24 +567,13 @@ def test_a_paced_stream_over_tls_that_ends_with_the_connection_is_read_whole(loo
     authority.issue_cert("127.0.0.1").configure_cert(server_context)
     client_context = ssl.create_default_context()
     authority.configure_trust(client_context)
-    handler = close_delimited(21, 0.01)
 
     async def read() -> list[bytes]:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.readuntil(b"\r\n\r\n")
-            try:
-                await handler(reader, writer)
-            finally:
-                writer.close()
-
-        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_context)
-        port = server.sockets[0].getsockname()[1]
-        ticks = Ticks(0.05)
         session = new_session(client_context)
         try:
-            async with server:
-                transport = AiohttpTransport(session, tick=ticks.wait)
-                return await read_body(f"https://127.0.0.1:{port}/stream", transport, as_read)
+            async with raw_server(close_delimited(21, 0.01), server_context) as url:
+                transport = AiohttpTransport(session, tick=Ticks(0.05).wait)
+                return await read_body(url, transport, as_read)
         finally:
             await session.close()
 
