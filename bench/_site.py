@@ -229,26 +229,53 @@ def self_cpu_seconds() -> float:
 
 
 class Upstream:
-    """The stand-in agent, served by uvicorn (uvloop, httptools) in its own process."""
+    """The stand-in agent, served by uvicorn (uvloop, httptools) in its own process.
 
-    def __init__(self) -> None:
+    With `tls`, over HTTPS as the real agents are, with a certificate from a throwaway CA
+    (trustme): while it runs, SSL_CERT_FILE names that CA for this process and the servers it
+    starts (httpx's `create_ssl_context`, which the site's clients use, reads it).
+    """
+
+    def __init__(self, *, tls: bool = False) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1/research-agent"
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/v1/research-agent"
         self.process: subprocess.Popen | None = None
+        self._files: tempfile.TemporaryDirectory | None = None
+        self._cert_file_before: str | None = None
 
     def __enter__(self) -> Upstream:
-        self.process = subprocess.Popen(
-            [PYTHON, str(Path(__file__).resolve()), "upstream", str(self.port)],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=None,
-        )
+        command = [PYTHON, str(Path(__file__).resolve()), "upstream", str(self.port)]
+        if self.tls:
+            command += self._certificate()
+        self.process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=None)
         wait_for_port(self.port, self.process, "the stand-in agent")
         return self
+
+    def _certificate(self) -> list[str]:
+        """Issue the stand-in's certificate; trust its CA; return uvicorn's cert and key files."""
+        import trustme
+
+        self._files = tempfile.TemporaryDirectory(prefix="researchsite-bench-tls-")
+        folder = Path(self._files.name)
+        authority = trustme.CA()
+        issued = authority.issue_cert("127.0.0.1")
+        authority.cert_pem.write_to_path(str(folder / "ca.pem"))
+        issued.cert_chain_pems[0].write_to_path(str(folder / "cert.pem"))
+        issued.private_key_pem.write_to_path(str(folder / "key.pem"))
+        self._cert_file_before = os.environ.get("SSL_CERT_FILE")
+        os.environ["SSL_CERT_FILE"] = str(folder / "ca.pem")
+        return [str(folder / "cert.pem"), str(folder / "key.pem")]
 
     def __exit__(self, *exc: object) -> None:
         if self.process:
             stop_process(self.process)
+        if self._files is not None:
+            if self._cert_file_before is None:
+                os.environ.pop("SSL_CERT_FILE", None)
+            else:
+                os.environ["SSL_CERT_FILE"] = self._cert_file_before
+            self._files.cleanup()
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.process.pid) if self.process else 0.0
@@ -479,7 +506,9 @@ async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
 
     from chats.agent.sse import StreamReader, aiter_events
 
-    async with httpx.AsyncClient(trust_env=False, timeout=60) as client:
+    # Not trust_env: no proxy on loopback. The stand-in's CA, when it serves TLS (Upstream).
+    verify = httpx.create_ssl_context(trust_env=True)
+    async with httpx.AsyncClient(trust_env=False, verify=verify, timeout=60) as client:
         started = time.perf_counter()
         count = 0
         payload = {"message": question(events=events), "research_effort": "standard"}
@@ -771,9 +800,10 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) == 3 and argv[1] == "upstream":
+    if len(argv) in {3, 5} and argv[1] == "upstream":  # upstream PORT [CERT_FILE KEY_FILE]
         import uvicorn
 
+        tls = {"ssl_certfile": argv[3], "ssl_keyfile": argv[4]} if len(argv) == 5 else {}
         uvicorn.run(
             ScriptedAgent(respond=bench_reply),
             host="127.0.0.1",
@@ -781,6 +811,7 @@ def main(argv: list[str]) -> None:
             log_level="warning",
             access_log=False,
             lifespan="on",
+            **tls,
         )
         return
     print(__doc__)

@@ -1,6 +1,7 @@
 """Time the streaming path end to end: stand-in agent → real site → websocket clients.
 
     .venv/bin/python bench/streaming.py [--parts 1,2,3,2b] [--workers 1,2,4] [--skip-services]
+                                        [--tls]
 
 The site runs as in production (`python -m researchsite.serve`, uvicorn) in its own process on a
 fresh database; the scripted stand-in agent (demo_agent.scripted, via bench/_site.py) in another;
@@ -18,6 +19,9 @@ every websocket client in this one, on one uvloop event loop. The parts:
    each server) with 1, 2 and 4 uvicorn workers (`--workers`), a fresh database per server.
    Skipped with `--skip-services` or when PostgreSQL / Redis do not answer.
 2c. (only with `--parts 2c`) 200 chats with persistent database connections.
+
+With `--tls` the stand-in serves HTTPS, as the real agents do, and the site's reads of it pay for
+TLS (the goals were set, and are judged, over plain HTTP).
 
 Then one line per goal, met or missed, with its figure (issue #13); a goal whose part did not
 run says so. The goals, on this machine, in the same run:
@@ -82,6 +86,7 @@ def parse_args() -> argparse.Namespace:
         "--workers", default="1,2,4", help="uvicorn workers to try in part 2b (comma list)"
     )
     parser.add_argument("--parts", default="1,2,3,2b", help="which parts to run (also 2c)")
+    parser.add_argument("--tls", action="store_true", help="the stand-in agent over HTTPS")
     args = parser.parse_args()
     args.chat_counts = [int(n) for n in args.concurrency.split(",")]
     args.goal_chats = max(args.chat_counts)
@@ -423,7 +428,9 @@ async def main(loop_name: str) -> None:
     print(f"Command: {bench.invocation()}")
     print(f"Clients: one process, {loop_name} event loop, `websockets` + httpx")
     started = time.monotonic()
-    with bench.Upstream() as upstream:
+    if args.tls:
+        print("Agent:   the stand-in over HTTPS (--tls)")
+    with bench.Upstream(tls=args.tls) as upstream:
         if parts & {"1", "2"}:
             database = bench.Database("sqlite")
             try:
