@@ -94,7 +94,7 @@ class Ticks:
             self._early = []  # this tick's own: a tick calls only what was asked of it
             loop.call_at(self._at, self._tick, waiters, self._early)
         if before is not None:
-            if not self._early:
+            if not self._early:  # none asked yet, or its early timer has run: one more timer
                 loop.call_at(self._at - READ_LEAD, _call_all, self._early)
             self._early.append(before)
         waiter = loop.create_future()

@@ -118,11 +118,17 @@ class _ResponseStream(httpx.AsyncByteStream):
         request: httpx.Request,
         tick: Tick | None,
         read_timeout: float | None,
+        protocol: ResponseHandler | None,
     ) -> None:
         self._response = response
         self._request = request
         self._tick = tick
         self._read_timeout = read_timeout
+        # What a paced read calls to hold its socket until the tick, and to let it go: only
+        # our protocol's, and only over plain TCP (`_ConnectionProtocol.holds_the_socket`).
+        holds = isinstance(protocol, _ConnectionProtocol) and protocol.holds_the_socket()
+        self._hold = protocol.hold_reading if holds else None
+        self._release = protocol.release_reading if holds else None
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._reads()
@@ -147,10 +153,8 @@ class _ResponseStream(httpx.AsyncByteStream):
         content = self._response.content
         tick = self._tick
         paced = False
+        hold, release = self._hold, self._release
         deadline = _ReadDeadline(content, self._read_timeout) if self._read_timeout else None
-        connection = self._response.connection
-        protocol = connection.protocol if connection is not None else None
-        hold = isinstance(protocol, _ConnectionProtocol) and protocol.holds_the_socket()
         try:
             with _as_httpx_errors(self._request):
                 chunk = await content.readany()  # not judged: it waits for the agent to start
@@ -159,11 +163,9 @@ class _ResponseStream(httpx.AsyncByteStream):
                         deadline.note_read()
                     yield chunk
                     if paced and not content.is_eof():
-                        if hold:
-                            protocol.hold_reading()
-                            await tick(protocol.release_reading)
-                        else:
-                            await tick()
+                        if hold is not None:
+                            hold()
+                        await tick(release)
                     asked = time.perf_counter()
                     chunk = await content.readany()
                     if time.perf_counter() - asked >= PACED_WAIT:
@@ -326,7 +328,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         if protocol is not None:
             # The body's read timeout is _ReadDeadline's: aiohttp's timed the wait for the head.
             protocol.read_timeout = None
-        stream = _ResponseStream(response, request, self._tick, timeout.get("read"))
+        stream = _ResponseStream(response, request, self._tick, timeout.get("read"), protocol)
         extensions = {"http_version": b"HTTP/1.1", _BODY: stream}
         if response.reason:
             extensions["reason_phrase"] = response.reason.encode()
