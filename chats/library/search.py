@@ -253,10 +253,15 @@ def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BA
     return len(chat_ids)
 
 
-@transaction.atomic
 def _index_chats(chat_ids: list[int], *, apps) -> None:
     document_model = apps.get_model("chats", "ChatSearchDocument")
     stamped = _has_field(document_model, "chat_updated_at")  # not in migration 0006's model
+    # Read and built before the transaction, as a finish renders its answers before its own
+    # (services.turn_finish_many): on SQLite a transaction holds the one write lock, and the
+    # event log's writer waits for it in SQLite's busy handler, which sleeps 1, 2, 5, 10 ms...
+    # between tries, so a 3 ms hold cost it 8.4 ms (docs/PERFORMANCE.md, "Wave 3, fourteenth
+    # session"). Reading first is safe: a turn that commits meanwhile leaves its chat due
+    # again (`_document_texts`).
     documents = [
         document_model(
             chat_id=chat_id,
@@ -266,19 +271,20 @@ def _index_chats(chat_ids: list[int], *, apps) -> None:
         )
         for chat_id, (title, body, updated_at) in _document_texts(chat_ids, apps=apps).items()
     ]
-    # An upsert: two processes indexing a chat that has no document yet must not fail each
-    # other's batch on the unique chat.
-    document_model.objects.bulk_create(
-        documents,
-        update_conflicts=True,
-        unique_fields=["chat"],
-        update_fields=["title", "body", *(["chat_updated_at"] if stamped else [])],
-    )
-    if connection.vendor == "postgresql":
-        document_model.objects.filter(chat_id__in=[d.chat_id for d in documents]).update(
-            search_vector=SearchVector("title", weight="A", config=SEARCH_CONFIG)
-            + SearchVector("body", weight="B", config=SEARCH_CONFIG)
+    with transaction.atomic():
+        # An upsert: two processes indexing a chat that has no document yet must not fail each
+        # other's batch on the unique chat.
+        document_model.objects.bulk_create(
+            documents,
+            update_conflicts=True,
+            unique_fields=["chat"],
+            update_fields=["title", "body", *(["chat_updated_at"] if stamped else [])],
         )
+        if connection.vendor == "postgresql":
+            document_model.objects.filter(chat_id__in=[d.chat_id for d in documents]).update(
+                search_vector=SearchVector("title", weight="A", config=SEARCH_CONFIG)
+                + SearchVector("body", weight="B", config=SEARCH_CONFIG)
+            )
 
 
 def _has_field(model, name: str) -> bool:

@@ -8,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
@@ -141,6 +142,28 @@ def test_the_index_follows_new_turns_renames_and_deletion(analyst):
     chat.delete()
     assert chat_search_for_user(user=analyst, query="zinc") == []
     assert not ChatSearchDocument.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)  # no test transaction around it: the pass's own
+def test_indexing_reads_the_chats_before_it_takes_the_write_lock(analyst):
+    """The documents are read and built before the pass's transaction begins: on SQLite that
+    transaction holds the one write lock, which every stream's event log waits for."""
+    chat = Chat.objects.create(owner=analyst, title="Locks")
+    finished_turn(chat, "Q", "About **cobalt**.", sources=[bigdata_source("d1", name="Reuters")])
+    statements: list[tuple[str, bool]] = []
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql.split(None, 1)[0].upper(), connection.in_atomic_block))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        chat_search_index_update(chat_id=chat.pk)
+
+    reads = [in_transaction for verb, in_transaction in statements if verb == "SELECT"]
+    writes = [in_transaction for verb, in_transaction in statements if verb in {"INSERT", "UPDATE"}]
+    assert len(reads) == 3 and not any(reads)  # the chat, its turns, their sources
+    assert writes and all(writes)
+    assert titles(chat_search_for_user(user=analyst, query="cobalt reuters")) == ["Locks"]
 
 
 def test_rebuild_command_indexes_every_chat(analyst):
