@@ -254,24 +254,40 @@ def chat_search_index_rebuild(*, apps=installed_apps, batch_size: int = INDEX_BA
 
 
 def _index_chats(chat_ids: list[int], *, apps) -> None:
+    chat_model = apps.get_model("chats", "Chat")
     document_model = apps.get_model("chats", "ChatSearchDocument")
     stamped = _has_field(document_model, "chat_updated_at")  # not in migration 0006's model
     # Read and built before the transaction, as a finish renders its answers before its own
     # (services.turn_finish_many): on SQLite a transaction holds the one write lock, and the
-    # event log's writer waits for it in SQLite's busy handler, which sleeps 1, 2, 5, 10 ms...
-    # between tries, so a 3 ms hold cost it 8.4 ms (docs/PERFORMANCE.md, "Wave 3, fourteenth
-    # session"). Reading first is safe: a turn that commits meanwhile leaves its chat due
-    # again (`_document_texts`).
-    documents = [
-        document_model(
-            chat_id=chat_id,
-            title=title,
-            body=body,
-            **({"chat_updated_at": updated_at} if stamped else {}),
-        )
-        for chat_id, (title, body, updated_at) in _document_texts(chat_ids, apps=apps).items()
-    ]
+    # event log's writer waits for it in SQLite's busy handler, which sleeps 1, 2, 5 ms and
+    # more between tries, so a 3 ms hold cost it 8.4 ms (docs/PERFORMANCE.md, "Wave 3,
+    # fourteenth session"). What changes meanwhile is checked under the lock, below.
+    texts = _document_texts(chat_ids, apps=apps)
+    if not texts:
+        return
     with transaction.atomic():
+        # A chat renamed or deleted since it was read is left out: its rename indexes it, and a
+        # deleted chat has no document to write. The write lock (SQLite) or the rows' locks,
+        # taken in id order as a finish takes them (PostgreSQL), keep each title as read here
+        # until the documents are written. A turn that commits meanwhile is caught by the
+        # stamp: the chat's updated_at is newer than the document's, so the chat is due again.
+        rows = (
+            chat_model.objects.select_for_update(no_key=True)
+            .filter(pk__in=texts)
+            .order_by("pk")
+            .values_list("pk", "title")
+        )
+        titles = {chat_id: _clean(title) for chat_id, title in rows}
+        documents = [
+            document_model(
+                chat_id=chat_id,
+                title=title,
+                body=body,
+                **({"chat_updated_at": updated_at} if stamped else {}),
+            )
+            for chat_id, (title, body, updated_at) in texts.items()
+            if titles.get(chat_id) == title
+        ]
         # An upsert: two processes indexing a chat that has no document yet must not fail each
         # other's batch on the unique chat.
         document_model.objects.bulk_create(

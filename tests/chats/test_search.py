@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import timedelta
 from http import HTTPStatus
 from io import StringIO
@@ -15,6 +16,7 @@ from django.utils import timezone
 from chats.agent.transcript import Transcript
 from chats.library.search import (
     chat_search_for_user,
+    chat_search_index_rebuild,
     chat_search_index_update,
     chats_due_for_search,
 )
@@ -147,7 +149,8 @@ def test_the_index_follows_new_turns_renames_and_deletion(analyst):
 @pytest.mark.django_db(transaction=True)  # no test transaction around it: the pass's own
 def test_indexing_reads_the_chats_before_it_takes_the_write_lock(analyst):
     """The documents are read and built before the pass's transaction begins: on SQLite that
-    transaction holds the one write lock, which every stream's event log waits for."""
+    transaction holds the one write lock, which every stream's event log waits for. Inside it,
+    only the chats' titles are read again, and the documents written."""
     chat = Chat.objects.create(owner=analyst, title="Locks")
     finished_turn(chat, "Q", "About **cobalt**.", sources=[bigdata_source("d1", name="Reuters")])
     statements: list[tuple[str, bool]] = []
@@ -161,9 +164,61 @@ def test_indexing_reads_the_chats_before_it_takes_the_write_lock(analyst):
 
     reads = [in_transaction for verb, in_transaction in statements if verb == "SELECT"]
     writes = [in_transaction for verb, in_transaction in statements if verb in {"INSERT", "UPDATE"}]
-    assert len(reads) == 3 and not any(reads)  # the chat, its turns, their sources
-    assert writes and all(writes)
+    # The chat, its turns, their sources; then the titles, under the lock.
+    assert reads == [False, False, False, True]
+    assert writes and all(writes)  # on SQLite bulk_create opens its own; PostgreSQL's UPDATE tells
     assert titles(chat_search_for_user(user=analyst, query="cobalt reuters")) == ["Locks"]
+
+
+@contextmanager
+def between_the_reads_and_the_write(action):
+    """Run `action` once a pass has read its chats (three queries outside any transaction)
+    and before it takes the write lock: as another request committing meanwhile would."""
+    reads = 0
+
+    def interleave(execute, sql, params, many, context):
+        nonlocal reads
+        result = execute(sql, params, many, context)
+        if sql.lstrip().upper().startswith("SELECT") and not connection.in_atomic_block:
+            reads += 1
+            if reads == 3:
+                action()
+        return result
+
+    with connection.execute_wrapper(interleave):
+        yield
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chat_renamed_during_a_pass_keeps_its_new_title(analyst):
+    chat = Chat.objects.create(owner=analyst, title="Old name")
+    finished_turn(chat, "Q", "About zinc.")
+
+    def rename() -> None:
+        Chat.objects.filter(pk=chat.pk).update(title="New name")
+        chat_search_index_update(chat_id=chat.pk)  # as the rename does, once
+
+    with between_the_reads_and_the_write(rename):
+        chat_search_index_update(chat_id=chat.pk)
+
+    assert ChatSearchDocument.objects.get(chat=chat).title == "New name"
+    assert titles(chat_search_for_user(user=analyst, query="new zinc")) == ["New name"]
+    assert chat_search_for_user(user=analyst, query="old") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chat_deleted_during_a_pass_costs_the_others_nothing(analyst):
+    kept = Chat.objects.create(owner=analyst, title="Kept")
+    finished_turn(kept, "Q", "About tin.")
+    deleted = Chat.objects.create(owner=analyst, title="Deleted")
+    finished_turn(deleted, "Q", "About lead.")
+    ChatSearchDocument.objects.all().delete()
+
+    with between_the_reads_and_the_write(deleted.delete):
+        assert chat_search_index_rebuild() == 2  # one batch, one transaction
+
+    assert list(ChatSearchDocument.objects.values_list("chat_id", flat=True)) == [kept.pk]
+    assert titles(chat_search_for_user(user=analyst, query="tin")) == ["Kept"]
 
 
 def test_rebuild_command_indexes_every_chat(analyst):
