@@ -71,7 +71,7 @@ BURST_BYTES = 16 * 1024
 
 # The relay's next tick (chats.ticks.Ticks.wait): it calls the function given, if any, shortly
 # before it comes.
-Tick = Callable[..., Awaitable[None]]
+Tick = Callable[[Callable[[], None] | None], Awaitable[None]]
 
 
 class _ReadDeadline:

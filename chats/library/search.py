@@ -273,7 +273,7 @@ def _index_chats(chat_ids: list[int], *, apps) -> None:
         # stamp: the chat's updated_at is newer than the document's, so the chat is due again.
         rows = (
             chat_model.objects.select_for_update(no_key=True)
-            .filter(pk__in=texts)
+            .filter(pk__in=list(texts))
             .order_by("pk")
             .values_list("pk", "title")
         )
