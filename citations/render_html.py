@@ -132,8 +132,26 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
     return f'<div class="evidence" data-doc="{doc_id}" hidden>{"".join(cards)}</div>\n'
 
 
+# Characters that make inline syntax (escapes, code, emphasis, links, autolinks, entities) or
+# end a line; a claim without them, on one line, shows its own words.
+_INLINE_SYNTAX = frozenset("\\`*_[]<&~\n\r\x00")
+# What makes a single line a heading, quote, list item or rule rather than a paragraph.
+_BLOCK_START = re.compile(r"[ \t]*(?:[#>+-]|\d{1,9}[.)](?:\s|$))")
+
+
 def _plain_text(markdown: str) -> str:
-    """Return the words a reader sees in a piece of Markdown, on one line."""
+    """Return the words a reader sees in a piece of Markdown, on one line.
+
+    A claim with no syntax at all (most are a sentence of prose) is its own words: parsing it
+    cost ~15 µs a claim at every finish. `tests/citations/test_properties.py` checks the
+    shortcut against the parse.
+    """
+    if _INLINE_SYNTAX.isdisjoint(markdown) and not _BLOCK_START.match(markdown):
+        return " ".join(markdown.split())
+    return _parsed_plain_text(markdown)
+
+
+def _parsed_plain_text(markdown: str) -> str:
     words = []
     for token in _MARKDOWN.parse(markdown, {}):
         if token.type in {"fence", "code_block"}:

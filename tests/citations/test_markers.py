@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -64,6 +65,21 @@ def test_a_marker_in_a_fenced_block_of_a_list_item_keeps_the_item_indent():
     (marker,) = place_markers(answer, [(15, 19, 1)])
     assert marker.own_line_indent == "  "
     assert answer[: marker.offset].endswith("  ```")
+
+
+@pytest.mark.parametrize(
+    ("answer", "code", "after"),
+    [
+        ("Intro\n\n~~~\nx = 1\n~~~\nAfter", "x = 1", "x = 1\n~~~"),  # a tilde fence
+        ("Intro\n\n    x = 1\n\nAfter", "x = 1", "x = 1"),  # indented by spaces
+        ("Intro\n\n\tx = 1\n\nAfter", "x = 1", "x = 1"),  # indented by a tab
+        ("    x = 1\n\nAfter", "x = 1", "x = 1"),  # indented, on the answer's first line
+    ],
+)
+def test_a_marker_in_any_kind_of_code_block_goes_after_the_block(answer, code, after):
+    start = answer.index(code)
+    (marker,) = place_markers(answer, [(start, start + 3, 1)])  # ends inside the code
+    assert answer[: marker.offset].endswith(after) and marker.own_line_indent is not None
 
 
 # --- both renderings show every marker ------------------------------------------------------

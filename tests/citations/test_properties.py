@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from chats.agent import bigdata as bigdata_adapter
 from citations.markers import placements_of
 from citations.render import markdown_insertions, render_markdown
-from citations.render_html import _CLEANER, render_html
+from citations.render_html import _CLEANER, _parsed_plain_text, _plain_text, render_html
 from citations.resolve import CitedAnswer, resolve_citations
 from tests.citations.conftest import ParsedHtml
 
@@ -121,3 +121,23 @@ def test_the_html_is_a_sanitiser_fixed_point_whose_links_all_resolve(cited):
     fragments = [h[1:] for h in page.hrefs if h.startswith("#")]
     assert set(fragments) <= set(page.ids)
     assert len(page.ids) == len(set(page.ids))
+
+
+# Prose, after a line start and with pieces that make Markdown syntax.
+claim_texts = st.lists(
+    st.one_of(
+        st.sampled_from(["a", "b1", " ", "\t", "1.", "2)", "-", "+", "#", ">", "=", "|", "!", ":"]),
+        st.sampled_from(["*a*", "_a_", "`a`", "[a](b)", "<http://a.b>", "&amp;", "&#35;"]),
+        st.sampled_from(["\\*", "\\!"]),  # escapes
+        st.sampled_from(["~~~", "\n", "\r", "\x00", "\x0b", "\u00a0", "\u2028"]),
+        st.characters(exclude_categories=("Cs",)),
+    ),
+    max_size=8,
+).map("".join)
+line_starts = st.sampled_from(["", " ", "   ", "    ", "- ", "+ ", "1. ", "12) ", "# ", "> ", "="])
+
+
+@settings(max_examples=1000)
+@given(line_starts, claim_texts)
+def test_a_claims_plain_text_without_a_parse_is_what_the_parse_gives(start, markdown):
+    assert _plain_text(start + markdown) == _parsed_plain_text(start + markdown)
