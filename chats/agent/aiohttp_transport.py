@@ -308,7 +308,9 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             for name, value in request.headers.multi_items()
             if name.lower() not in {"content-length", "transfer-encoding"}  # aiohttp sets them
         ]
-        url = request.url.copy_with(username=None, password=None)  # httpx made the header
+        url = request.url
+        if url.userinfo:  # httpx made the Authorization header of them; copying costs ~50 µs
+            url = url.copy_with(username=None, password=None)
         with _as_httpx_errors(request):
             response = await self._session.request(
                 request.method,

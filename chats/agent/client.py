@@ -14,7 +14,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -56,7 +56,9 @@ class AgentRequest:
     tools_configs: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        # Not `asdict`, which deep-copies every value (the schema, the tools) only to be encoded.
+        values = ((field.name, getattr(self, field.name)) for field in fields(self))
+        return {name: value for name, value in values if value is not None}
 
     def entitled_options(self) -> list[tuple[str, tuple[str, ...]]]:
         """The options this request uses that a key may lack, with words a 403 may name them by."""

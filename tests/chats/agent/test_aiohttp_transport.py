@@ -250,6 +250,31 @@ async def test_nothing_listening_is_a_connect_error(name):
     assert type(caught.value) is httpx.ConnectError
 
 
+@pytest.mark.parametrize("userinfo", ["analyst:s3cret@", ""])
+@pytest.mark.parametrize("name", TRANSPORTS)
+async def test_credentials_in_the_url_are_one_basic_header_and_not_in_the_request_line(
+    name, userinfo
+):
+    heads: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        await answer_in_full(reader, writer)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        await read_body(f"http://{userinfo}127.0.0.1:{port}/stream", TRANSPORTS[name]())
+    request_line, *header_lines = heads[0].decode().split("\r\n")
+    authorization = [h.lower() for h in header_lines if h.lower().startswith("authorization:")]
+    assert request_line == "POST /stream HTTP/1.1"
+    if userinfo:
+        assert authorization == ["authorization: basic yw5hbhlzddpzm2nyzxq="]  # analyst:s3cret
+    else:
+        assert authorization == []
+
+
 @pytest.fixture
 def proxy_environment(monkeypatch):
     """Set proxy variables for one test: the transport reads them once per process."""
