@@ -309,7 +309,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             if name.lower() not in {"content-length", "transfer-encoding"}  # aiohttp sets them
         ]
         url = request.url
-        if url.userinfo:  # httpx made the Authorization header of them; copying costs ~50 µs
+        if url.userinfo:  # httpx made the Authorization header of them (a copy: ~20 µs)
             url = url.copy_with(username=None, password=None)
         with _as_httpx_errors(request):
             response = await self._session.request(

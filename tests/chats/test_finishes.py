@@ -118,3 +118,13 @@ def test_the_final_card_needs_no_query_for_siblings_the_run_knows(django_user_mo
     with CaptureQueriesContext(connection) as without:
         _store_finishes([finish_of(unknown, "Answer two.", siblings=False)])
     assert len(with_siblings.captured_queries) == len(without.captured_queries) - 1
+
+
+def test_an_answer_with_code_and_lone_carriage_returns_is_stored(django_user_model):
+    """An agent may break lines with a bare CR, which the Markdown parser reads as a line break
+    too; the code block's lines must be counted as it counts them."""
+    (started,) = started_turns(django_user_model, 1)
+    text = "Intro\r\r```\rx = 1\r```\rAfter"
+    ((turn, card),) = _store_finishes([finish_of(started, text)])
+    assert (turn.answer_text, turn.status) == (text, Turn.Status.COMPLETE)
+    assert card is not None and "x = 1" in turn.answer_html

@@ -67,21 +67,6 @@ def test_a_marker_in_a_fenced_block_of_a_list_item_keeps_the_item_indent():
     assert answer[: marker.offset].endswith("  ```")
 
 
-@pytest.mark.parametrize(
-    ("answer", "code", "after"),
-    [
-        ("Intro\n\n~~~\nx = 1\n~~~\nAfter", "x = 1", "x = 1\n~~~"),  # a tilde fence
-        ("Intro\n\n    x = 1\n\nAfter", "x = 1", "x = 1"),  # indented by spaces
-        ("Intro\n\n\tx = 1\n\nAfter", "x = 1", "x = 1"),  # indented by a tab
-        ("    x = 1\n\nAfter", "x = 1", "x = 1"),  # indented, on the answer's first line
-    ],
-)
-def test_a_marker_in_any_kind_of_code_block_goes_after_the_block(answer, code, after):
-    start = answer.index(code)
-    (marker,) = place_markers(answer, [(start, start + 3, 1)])  # ends inside the code
-    assert answer[: marker.offset].endswith(after) and marker.own_line_indent is not None
-
-
 # --- both renderings show every marker ------------------------------------------------------
 
 _MARKDOWN = MarkdownIt("commonmark").enable("table").use(footnote_plugin)
@@ -103,6 +88,9 @@ blocks = st.one_of(
     words.map(lambda w: f"```\n{w}\n```"),
     words.map(lambda w: f"    {w}\n    {w}"),
     words.map(lambda w: f"- {w}\n\n  ```\n  {w}\n  ```"),
+    words.map(lambda w: f">     {w}"),  # indented code in a quote
+    words.map(lambda w: f"1.     {w}"),  # indented code in a list item
+    words.map(lambda w: f"```\r{w}\r```"),  # lone CR line breaks
 )  # fmt: skip
 SOURCES = [bigdata(name) for name in "abcd"]
 
@@ -133,6 +121,30 @@ def _html_refs(html: str) -> list[int]:
     page = ParsedHtml(html)
     hrefs = [e.attrs.get("href") or "" for e in page.elements if e.tag == "a"]
     return sorted(int(h.rsplit("-", 1)[1]) for h in hrefs if h.startswith("#fn-"))
+
+
+CODE_BLOCKS = {
+    "tilde fence": ("Intro\n\n~~~\nx = 1\n~~~\nAfter", "x = 1\n~~~"),
+    "indented by spaces": ("Intro\n\n    x = 1\n\nAfter", "x = 1"),
+    "indented by a tab": ("Intro\n\n\tx = 1\n\nAfter", "x = 1"),
+    "indented, first line": ("    x = 1\n\nAfter", "x = 1"),
+    "tab, first line": ("\tx = 1\n\nAfter", "x = 1"),
+    "spaces then a tab": ("Intro\n\n  \tx = 1\n\nAfter", "x = 1"),
+    "in a quote": ("Intro\n\n>     x = 1\n\nAfter", "x = 1"),
+    "in a list item": ("Intro\n\n1.     x = 1\n\nAfter", "x = 1"),
+    "fence, lone CR line breaks": ("Intro\r\r```\rx = 1\r```\rAfter", "x = 1\r```"),
+    "fence, CRLF line breaks": ("Intro\r\n\r\n```\r\nx = 1\r\n```\r\nAfter", "x = 1\r\n```"),
+}
+
+
+@pytest.mark.parametrize(("answer", "after"), CODE_BLOCKS.values(), ids=CODE_BLOCKS)
+def test_a_marker_in_any_kind_of_code_block_goes_after_the_block_and_shows(answer, after):
+    start = answer.index("x = 1")
+    (marker,) = place_markers(answer, [(start, start + 3, 1)])  # ends inside the code
+    assert answer[: marker.offset].endswith(after) and marker.own_line_indent is not None
+    cited = cite(answer, ref(start, start + 3, SOURCES[0]))
+    assert _markdown_refs(render_markdown(cited)) == [1]
+    assert _html_refs(render_html(cited, doc_id="x")) == [1]
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,9 +128,9 @@ def test_the_html_is_a_sanitiser_fixed_point_whose_links_all_resolve(cited):
 claim_texts = st.lists(
     st.one_of(
         st.sampled_from(["a", "b1", " ", "\t", "1.", "2)", "-", "+", "#", ">", "=", "|", "!", ":"]),
-        st.sampled_from(["*a*", "_a_", "`a`", "[a](b)", "<http://a.b>", "&amp;", "&#35;"]),
-        st.sampled_from(["\\*", "\\!"]),  # escapes
-        st.sampled_from(["~~~", "\n", "\r", "\x00", "\x0b", "\u00a0", "\u2028"]),
+        st.sampled_from(["*a*", "_a_", "`a`", "[a](#b)", "[a](https://b.c)", "<http://a.b>"]),
+        st.sampled_from(["&amp;", "&#35;", "\\*", "\\!", "~~~", "===", "---"]),
+        st.sampled_from(["\n", "\r", "\x00", "\x0b", "\u00a0", "\u2028"]),
         st.characters(exclude_categories=("Cs",)),
     ),
     max_size=8,
@@ -141,3 +142,16 @@ line_starts = st.sampled_from(["", " ", "   ", "    ", "- ", "+ ", "1. ", "12) "
 @given(line_starts, claim_texts)
 def test_a_claims_plain_text_without_a_parse_is_what_the_parse_gives(start, markdown):
     assert _plain_text(start + markdown) == _parsed_plain_text(start + markdown)
+
+
+# One of each thing that makes a claim's shown words differ from its text.
+SYNTAX = [
+    "a \\! b", "`a`", "*a*", "_a_", "[a](#b)", "<http://a.b>", "&amp;", "a\x00b", "~~~",
+    "a\n===", "a\r---", "# a", "> a", "- a", "+ a", "1. a", "2) a", "   # a",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("markdown", SYNTAX)
+def test_a_claim_with_markdown_syntax_is_parsed_for_its_plain_text(markdown):
+    assert _parsed_plain_text(markdown) != " ".join(markdown.split())  # the parse matters
+    assert _plain_text(markdown) == _parsed_plain_text(markdown)

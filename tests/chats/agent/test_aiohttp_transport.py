@@ -252,9 +252,7 @@ async def test_nothing_listening_is_a_connect_error(name):
 
 @pytest.mark.parametrize("userinfo", ["analyst:s3cret@", ""])
 @pytest.mark.parametrize("name", TRANSPORTS)
-async def test_credentials_in_the_url_are_one_basic_header_and_not_in_the_request_line(
-    name, userinfo
-):
+async def test_credentials_in_the_url_are_sent_as_one_basic_header(name, userinfo):
     heads: list[bytes] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -266,13 +264,9 @@ async def test_credentials_in_the_url_are_one_basic_header_and_not_in_the_reques
     async with server:
         port = server.sockets[0].getsockname()[1]
         await read_body(f"http://{userinfo}127.0.0.1:{port}/stream", TRANSPORTS[name]())
-    request_line, *header_lines = heads[0].decode().split("\r\n")
-    authorization = [h.lower() for h in header_lines if h.lower().startswith("authorization:")]
-    assert request_line == "POST /stream HTTP/1.1"
-    if userinfo:
-        assert authorization == ["authorization: basic yw5hbhlzddpzm2nyzxq="]  # analyst:s3cret
-    else:
-        assert authorization == []
+    headers = [line.partition(":") for line in heads[0].decode().split("\r\n")[1:]]
+    authorization = [value.strip() for key, _, value in headers if key.lower() == "authorization"]
+    assert authorization == (["Basic YW5hbHlzdDpzM2NyZXQ="] if userinfo else [])  # analyst:s3cret
 
 
 @pytest.fixture
