@@ -25,11 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core.normalize import NEWLINES_RE
 
 _STRUCTURE_CHARS = frozenset("-=*_~` \t")  # fences, thematic breaks, setext underlines
 # Block structure only: where code blocks are does not depend on inline parsing (the costly half).
-_BLOCK_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+")
-_LINE_BREAK = re.compile(r"\r\n?|\n")
+# A line's leading block syntax (bullets, item numbers, heading hashes, quote marks).
+BLOCK_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+")
 _BLOCKS = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"], True)
 
 
@@ -97,7 +98,7 @@ def _placement(
 def _out_of_block_prefix(answer: str, offset: int) -> int:
     """Return the end of the line when `offset` falls within its leading block syntax."""
     line_start = answer.rfind("\n", 0, offset) + 1
-    prefix = _BLOCK_PREFIX.match(answer, line_start)
+    prefix = BLOCK_PREFIX.match(answer, line_start)
     if prefix is None or offset > prefix.end() or offset == line_start:
         return offset
     line_end = answer.find("\n", offset)
@@ -112,8 +113,8 @@ def _code_blocks(answer: str) -> list[tuple[int, int, str | None]]:
     """
     if not _may_have_code(answer):
         return []
-    # Lines as the parser counts them: it reads a lone \r or \r\n as a line break too.
-    line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(answer)]
+    # Lines as the parser counts them (a lone \r and \r\n break lines too): its own pattern.
+    line_starts = [0] + [m.end() for m in NEWLINES_RE.finditer(answer)]
     blocks = []
     for token in _BLOCKS.parse(answer):
         if token.type not in {"fence", "code_block"} or token.map is None:

@@ -20,6 +20,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 
 from .evidence import checks_summary, shared_words
 from .html_markers import anchor, link_markers, marker_env, settle_markers
+from .markers import BLOCK_PREFIX
 from .references import Passage
 from .render import insert_at
 from .resolve import CitedAnswer, CitedSource, ToolAttribution
@@ -133,10 +134,9 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
 
 
 # Characters that make inline syntax (escapes, code, emphasis, links, autolinks, entities) or
-# end a line; a claim without them, on one line, shows its own words.
+# end a line; a claim without them and without leading block syntax (`BLOCK_PREFIX`, which
+# also catches what only looks like it, such as "1.5"), on one line, shows its own words.
 _INLINE_SYNTAX = frozenset("\\`*_[]<&~\n\r\x00")
-# What makes a single line a heading, quote, list item or rule rather than a paragraph.
-_BLOCK_START = re.compile(r"[ \t]*(?:[#>+-]|\d{1,9}[.)](?:\s|$))")
 
 
 def _plain_text(markdown: str) -> str:
@@ -146,7 +146,7 @@ def _plain_text(markdown: str) -> str:
     cost ~15 µs a claim at every finish. `tests/citations/test_properties.py` checks the
     shortcut against the parse.
     """
-    if _INLINE_SYNTAX.isdisjoint(markdown) and not _BLOCK_START.match(markdown):
+    if _INLINE_SYNTAX.isdisjoint(markdown) and not BLOCK_PREFIX.match(markdown):
         return " ".join(markdown.split())
     return _parsed_plain_text(markdown)
 
