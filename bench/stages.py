@@ -598,7 +598,7 @@ COVERS = {
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
-    "write": "_write_now: COPY (PostgreSQL) or one json_each INSERT (SQLite) + commit per tick",
+    "write": "_write_now: COPY (PostgreSQL) or multi-row INSERTs (SQLite) + commit per tick",
     "view+encode": "_publish: group by turn, event_view, turn_events, encode (compact_json)",
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from typing import Any, NamedTuple
 
 from channels.db import database_sync_to_async
@@ -25,7 +27,7 @@ from django.utils import timezone
 
 from .agent.events import AgentEvent
 from .batches import DATABASE_FAILING
-from .compact_json import compact_json, strict_json
+from .compact_json import strict_json
 from .models import TurnEvent
 from .per_loop import PerLoop
 from .protocol import event_view, publish_to_chats, turn_events
@@ -226,7 +228,7 @@ class EventLog:
 
 
 def _write_now(batch: list[PendingEvent]) -> None:
-    """Insert the batch in one transaction: COPY on PostgreSQL, one statement on SQLite.
+    """Insert the batch in one transaction: COPY on PostgreSQL, a few statements on SQLite.
 
     Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
     time, and that time is taken from every stream being read (the writer's thread shares the
@@ -239,26 +241,46 @@ def _write_now(batch: list[PendingEvent]) -> None:
     now = timezone.now()
     table = db.ops.quote_name(TurnEvent._meta.db_table)
     rows = [(p.turn_id, p.seq, p.event.type[:40], strict_json(p.data)) for p in batch]
-    with transaction.atomic(), db.cursor() as cursor:
+    # The raw connection's statements: wrap_database_errors gives their errors Django's classes,
+    # so a transient refusal is still an OperationalError, retried (DATABASE_FAILING), and a
+    # refused value an IntegrityError, which fails its turn.
+    with transaction.atomic(), db.wrap_database_errors:
         if db.vendor == "postgresql":
-            # The raw cursor's COPY: wrap_database_errors gives its errors Django's classes, so
-            # a transient refusal is still an OperationalError, retried (DATABASE_FAILING).
             copy_rows = f"COPY {table} {_COLUMNS} FROM STDIN"
-            with db.wrap_database_errors, cursor.copy(copy_rows) as copy:
+            with db.connection.cursor() as cursor, cursor.copy(copy_rows) as copy:
                 for row in rows:
                     copy.write_row((*row, now))
         else:
-            # One statement that unpacks the rows from one JSON array, where executemany would
-            # step once a row: each step hands the GIL back and waits up to the switch interval
-            # (researchsite/asgi.py) to take it again while the event loop is busy, so a tick's
-            # 300 rows took 40-175 ms beside a busy thread, and 2.5-5.5 ms as one statement. The
-            # data goes in as text, so the column's JSON check still judges it.
-            cursor.execute(
-                f"INSERT INTO {table} {_COLUMNS} SELECT json_extract(value, '$[0]'),"  # noqa: S608
-                " json_extract(value, '$[1]'), json_extract(value, '$[2]'),"
-                " json_extract(value, '$[3]'), %s FROM json_each(%s)",
-                [db.ops.adapt_datetimefield_value(now), compact_json(rows)],
-            )
+            _insert_sqlite(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
+
+
+# SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,
+# so a batch is a few statements (one per bit of its size) and there are only a dozen of them:
+# each is prepared once and kept in the connection's statement cache. A statement of a new size
+# each time was parsed again each time, which cost as much as the insert itself; executemany
+# steps once a row, and each step hands the GIL back and waits up to the switch interval
+# (researchsite/asgi.py) to take it again while the event loop is busy (a tick's 300 rows took
+# 40-175 ms beside a busy thread). The data goes in as text, so the column's JSON check still
+# judges it. 1,024 rows of four values stay far under SQLite's limit of 32,766 variables.
+SQLITE_ROWS = 1024
+
+
+def _insert_sqlite(raw: Any, table: str, rows: list[tuple[Any, ...]], received_at: str) -> None:
+    start = 0
+    while start < len(rows):
+        size = min(SQLITE_ROWS, 1 << ((len(rows) - start).bit_length() - 1))
+        values = chain.from_iterable(rows[start : start + size])
+        raw.execute(_sqlite_insert(table, size), [received_at, *values])
+        start += size
+
+
+@functools.cache
+def _sqlite_insert(table: str, size: int) -> str:
+    values = ",".join(["(?,?,?,?)"] * size)
+    return (
+        f"INSERT INTO {table} {_COLUMNS} SELECT column1, column2, column3, column4, ?"  # noqa: S608
+        f" FROM (VALUES {values})"
+    )
 
 
 _COLUMNS = "(turn_id, seq, type, data, received_at)"

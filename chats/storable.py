@@ -17,7 +17,7 @@ import re
 from itertools import chain
 from typing import Any, NamedTuple
 
-from .agent.events import AgentEvent, event_from_data
+from .agent.events import AgentEvent, AnswerEvent, event_from_data
 
 MAX_DEPTH = 64  # far above what the agent nests (plans, references: 4-6 levels)
 MAX_KEPT_TEXT = 100_000  # characters of an unusable event's text kept for the record
@@ -110,8 +110,14 @@ def storable_event(event: AgentEvent) -> StorableEvent:
     A repaired event is read back from its repaired data, so the transcript, the page and the
     log all see the same values; its `raw` wire text stays with it.
     """
+    if (
+        type(event) is AnswerEvent
+        and _is_plain(event.content)
+        and (event.chat_id is None or _is_plain(event.chat_id))
+    ):  # most of every stream: a delta, whose only text is its content and chat id
+        return StorableEvent(event, event.data, False)
     data = event.data
-    if _only_plain_text(data):  # most of every stream: ANSWER deltas, checked in C
+    if _only_plain_text(data):  # other events of text only, checked in C
         return StorableEvent(event, data, False)
     raw = getattr(event, "raw", None)
     data, replaced = storable_message(data, raw)

@@ -94,6 +94,20 @@ async def test_every_row_of_a_batch_is_stored_with_its_seq_type_and_data(user):
     assert rows == [(seq, event.type, event.data) for seq, event in enumerate(events, 1)]
 
 
+@pytest.mark.parametrize("count", [1, 3, 1023, 1024, 1025, 2500])
+async def test_a_batch_of_any_size_is_stored_whole_and_in_order(user, count):
+    # SQLite writes a batch as statements of power-of-two sizes: every size in between counts
+    turn = await make_turn(user)
+    log = EventLog(Ticks(60))
+    for seq in range(1, count + 1):
+        log.append(turn.chat_id, turn.pk, seq, answer(f"w{seq} "))
+    await log.flush()
+
+    rows = await stored(turn)
+    assert [seq for seq, _ in rows] == list(range(1, count + 1))
+    assert all(data["content"] == f"w{seq} " for seq, data in rows)
+
+
 def refused_by_this_database(event: AgentEvent) -> bool:
     """Whether the database behind the tests refuses this event as the log writes it."""
     vendor = connection.vendor

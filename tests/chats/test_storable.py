@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from chats.agent.events import AnswerEvent, StructuredOutputEvent
@@ -109,6 +110,10 @@ text_with_anything = st.text(st.characters(codec=None, categories=None))  # NUL,
 
 
 @given(text_with_anything, text_with_anything | st.none())
+@example(content="plain", chat_id="up\x00")  # each field that can carry what no backend stores
+@example(content="plain", chat_id="\ud800")
+@example(content="a\x00", chat_id="plain")
+@example(content="\udfff", chat_id=None)
 @settings(max_examples=300)
 def test_a_text_only_event_is_judged_as_walking_its_data_judges_it(content, chat_id):
     event = AnswerEvent(content=content, chat_id=chat_id)
@@ -116,6 +121,13 @@ def test_a_text_only_event_is_judged_as_walking_its_data_judges_it(content, chat
     clean, data, was_replaced = storable_event(event)
     assert (data, was_replaced) == (expected, replaced)
     assert (clean is event) is not replaced
+
+
+def test_an_answer_delta_has_no_text_but_its_content_and_chat_id():
+    # storable_event judges a delta by these two fields alone: a new field must be judged too
+    names = {f.name for f in dataclasses.fields(AnswerEvent)}
+    assert names == {"type", "chat_id", "raw", "content"}
+    assert set(AnswerEvent(content="a", chat_id="b").data) == {"type", "content", "chat_id"}
 
 
 def test_text_without_anything_to_replace_is_the_same_object():
