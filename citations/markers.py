@@ -31,6 +31,7 @@ _STRUCTURE_CHARS = frozenset("-=*_~` \t")  # fences, thematic breaks, setext und
 # Block structure only: where code blocks are does not depend on inline parsing (the costly half).
 # A line's leading block syntax (bullets, item numbers, heading hashes, quote marks).
 BLOCK_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+")
+_ITEM_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")  # a list item's bullet or number
 _BLOCKS = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"], True)
 
 
@@ -127,10 +128,20 @@ def _code_blocks(answer: str) -> list[tuple[int, int, str | None]]:
         indent = None
         if token.type == "code_block":
             line = answer[start : line_starts[first + 1] if first + 1 < len(line_starts) else None]
-            leading = line[: len(line) - len(line.lstrip(" \t"))]
-            indent = leading[:-4] if leading.endswith("    ") else leading[:-1]
+            indent = _container_indent(line)
         blocks.append((start, end, indent))
     return blocks
+
+
+def _container_indent(line: str) -> str:
+    """Return the indent that keeps a line in the quote or list item where an indented code
+    block starts on `line`: its prefix less the code's own indent, with any item number or
+    bullet turned into spaces (a line at a lesser indent would end the item, and the lines of
+    the item after it would change meaning: its indented text would turn into code)."""
+    container = BLOCK_PREFIX.match(line)
+    leading = container.group() if container else line[: len(line) - len(line.lstrip(" \t"))]
+    outdented = leading[:-4] if leading.endswith("    ") else leading[:-1]
+    return _ITEM_MARKER.sub(lambda marker: " " * len(marker.group()), outdented)
 
 
 def _may_have_code(answer: str) -> bool:

@@ -132,6 +132,7 @@ CODE_BLOCKS = {
     "spaces then a tab": ("Intro\n\n  \tx = 1\n\nAfter", "x = 1"),
     "in a quote": ("Intro\n\n>     x = 1\n\nAfter", "x = 1"),
     "in a list item": ("Intro\n\n1.     x = 1\n\nAfter", "x = 1"),
+    "in a bullet in a quote": ("Intro\n\n> -     x = 1\n\nAfter", "x = 1"),
     "fence, lone CR line breaks": ("Intro\r\r```\rx = 1\r```\rAfter", "x = 1\r```"),
     "fence, CRLF line breaks": ("Intro\r\n\r\n```\r\nx = 1\r\n```\r\nAfter", "x = 1\r\n```"),
 }
@@ -145,6 +146,18 @@ def test_a_marker_in_any_kind_of_code_block_goes_after_the_block_and_shows(answe
     cited = cite(answer, ref(start, start + 3, SOURCES[0]))
     assert _markdown_refs(render_markdown(cited)) == [1]
     assert _html_refs(render_html(cited, doc_id="x")) == [1]
+
+
+def test_a_marker_after_code_in_a_list_item_keeps_the_rest_of_the_item_in_it():
+    # At a lesser indent the marker's line would end the item, and its indented text after the
+    # code would become code too (found by the property test below)
+    answer = "1.     revenue\n\n    rose\n    again"
+    start = answer.index("rose")
+    (code,) = place_markers(answer, [(0, 2, 1)])
+    assert code.own_line_indent == "   "  # the item's content indent
+    cited = cite(answer, ref(0, 2, SOURCES[0]), ref(start, start + 4, SOURCES[1]))
+    assert _markdown_refs(render_markdown(cited)) == [1, 2]
+    assert _html_refs(render_html(cited, doc_id="x")) == [1, 2]
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200)
