@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
@@ -255,20 +256,26 @@ def _write_now(batch: list[PendingEvent]) -> None:
 
 
 # SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,
-# so a batch is a few statements (one per bit of its size) and there are only a dozen of them:
-# each is prepared once and kept in the connection's statement cache. A statement of a new size
-# each time was parsed again each time, which cost as much as the insert itself; executemany
-# steps once a row, and each step hands the GIL back and waits up to the switch interval
-# (researchsite/asgi.py) to take it again while the event loop is busy (a tick's 300 rows took
-# 40-175 ms beside a busy thread). The data goes in as text, so the column's JSON check still
-# judges it. 1,024 rows of four values stay far under SQLite's limit of 32,766 variables.
+# so a batch is a few statements (one per SQLITE_ROWS rows, then one per bit of the rest's size)
+# and there are only eleven of them: each is prepared once and kept in the connection's
+# statement cache. A statement of a new size each time was parsed again each time, which cost as
+# much as the insert itself; executemany steps once a row, and each step hands the GIL back and
+# waits up to the switch interval (researchsite/asgi.py) to take it again while the event loop is
+# busy (a tick's 300 rows took 40-175 ms beside a busy thread). The data goes in as text, so the
+# column's JSON check still judges it. These statements go past Django's cursor, so its query log
+# (DEBUG) and execute wrappers do not see them.
 SQLITE_ROWS = 1024
 
 
-def _insert_sqlite(raw: Any, table: str, rows: list[tuple[Any, ...]], received_at: str) -> None:
+def _insert_sqlite(
+    raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
+) -> None:
+    # A build of SQLite may allow fewer variables than 1 + 4 * SQLITE_ROWS (999 before 3.32).
+    variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    largest = 1 << (max(1, min(SQLITE_ROWS, (variables - 1) // 4)).bit_length() - 1)
     start = 0
     while start < len(rows):
-        size = min(SQLITE_ROWS, 1 << ((len(rows) - start).bit_length() - 1))
+        size = min(largest, 1 << ((len(rows) - start).bit_length() - 1))
         values = chain.from_iterable(rows[start : start + size])
         raw.execute(_sqlite_insert(table, size), [received_at, *values])
         start += size

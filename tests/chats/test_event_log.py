@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 
 import pytest
 from channels.db import database_sync_to_async
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
-from chats.event_log import EventLog
+from chats.event_log import EventLog, PendingEvent, _insert_sqlite, _write_now
 from chats.models import Chat, Turn, TurnEvent
 from chats.relay import RelayFrame, get_relay
 from chats.ticks import Ticks, tick_number
@@ -126,6 +127,26 @@ POISONS = {
     "nul": AnswerEvent(content="before\x00after"),
     "lone surrogate": AnswerEvent(content="before\ud800after"),
 }
+
+
+async def test_a_refused_event_raises_djangos_error_class(user):
+    # The flusher tells a passing refusal (retried) from a refused value (its turn fails) by
+    # Django's classes: the writer's statements bypass Django's cursor, so it must wrap them.
+    turn = await make_turn(user)
+    bad = PendingEvent(turn.chat_id, turn.pk, 1, POISONS["nan"], POISONS["nan"].data)
+    with pytest.raises(DatabaseError) as refused:
+        await database_sync_to_async(_write_now)([bad])
+    assert type(refused.value).__module__ == "django.db.utils"
+
+
+def test_sqlite_batches_stay_within_a_build_that_allows_fewer_variables():
+    raw = sqlite3.connect(":memory:")
+    raw.execute("CREATE TABLE events (turn_id, seq, type, data, received_at)")
+    raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # SQLite's default before 3.32
+    rows = [(1, seq, "ANSWER", f'{{"n": {seq}}}') for seq in range(1, 2501)]
+    _insert_sqlite(raw, "events", rows, "2026-01-01 00:00:00")
+    stored_rows = raw.execute("SELECT turn_id, seq, type, data FROM events ORDER BY seq").fetchall()
+    assert stored_rows == rows
 
 
 @pytest.mark.parametrize("poison", list(POISONS), ids=list(POISONS))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from chats.agent.events import AnswerEvent, StructuredOutputEvent
+from chats.agent.events import AnswerEvent, StructuredOutputEvent, ThinkingEvent
 from chats.storable import (
     MAX_DEPTH,
     REPLACEMENT,
@@ -115,8 +115,9 @@ text_with_anything = st.text(st.characters(codec=None, categories=None))  # NUL,
 @example(content="a\x00", chat_id="plain")
 @example(content="\udfff", chat_id=None)
 @settings(max_examples=300)
-def test_a_text_only_event_is_judged_as_walking_its_data_judges_it(content, chat_id):
-    event = AnswerEvent(content=content, chat_id=chat_id)
+@pytest.mark.parametrize("kind", [AnswerEvent, ThinkingEvent])  # a delta has a path of its own
+def test_a_text_only_event_is_judged_as_walking_its_data_judges_it(kind, content, chat_id):
+    event = kind(content=content, chat_id=chat_id)
     expected, replaced = storable_json(event.data)
     clean, data, was_replaced = storable_event(event)
     assert (data, was_replaced) == (expected, replaced)
