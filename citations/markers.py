@@ -29,9 +29,9 @@ from markdown_it.rules_core.normalize import NEWLINES_RE
 
 _STRUCTURE_CHARS = frozenset("-=*_~` \t")  # fences, thematic breaks, setext underlines
 # Block structure only: where code blocks are does not depend on inline parsing (the costly half).
-# A line's leading block syntax (bullets, item numbers, heading hashes, quote marks).
-BLOCK_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+")
 _ITEM_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")  # a list item's bullet or number
+# A line's leading block syntax (bullets, item numbers, heading hashes, quote marks).
+BLOCK_PREFIX = re.compile(rf"[ \t]*(?:(?:{_ITEM_MARKER.pattern}|#{{1,6}}|>)[ \t]*)+")
 _BLOCKS = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"], True)
 
 
