@@ -125,7 +125,7 @@ def test_a_text_only_event_is_judged_as_walking_its_data_judges_it(kind, content
 
 
 def test_an_answer_delta_has_no_text_but_its_content_and_chat_id():
-    # storable_event judges a delta by these two fields alone: a new field must be judged too
+    # storable_event judges a delta by its type, content and chat id: a new field must be too
     names = {f.name for f in dataclasses.fields(AnswerEvent)}
     assert names == {"type", "chat_id", "raw", "content"}
     assert set(AnswerEvent(content="a", chat_id="b").data) == {"type", "content", "chat_id"}
