@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import cpu_model
 from markdown_it import MarkdownIt
 
-from chats.agent import bigdata as bigdata_adapter
+from chats.agent.providers import bigdata as bigdata_adapter
 from citations.render import render_markdown
 from citations.render_html import render_html
 from citations.resolve import resolve_citations

@@ -15,7 +15,7 @@ the median of 5 parts of one run: see `database_stages`).
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
    site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
    `httpx_sse.aconnect_sse`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
-   (chats.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
+   (chats.live.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
    events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
@@ -28,12 +28,12 @@ the median of 5 parts of one run: see `database_stages`).
    `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
 3. store-prep: the run's per-event work before the log: `storable_event`,
    `TurnRun._within_answer_limit`, `Transcript.apply` and `EventLog.append` (its PendingEvent).
-4. write: `chats.event_log._write_now(batch)`, one batch of 300 events (1.5 per turn) per tick,
+4. write: `chats.live.event_log._write_now(batch)`, one batch of 300 events (1.5 per turn) per tick,
    on a fresh migrated SQLite database, and on a fresh PostgreSQL database
    (`bench_stages_<pid>`, dropped at the end) when one answers on 127.0.0.1:5432 (user
    postgres): Django is configured once per process, so the database stages run again in a
    subprocess of this script (`--db-only`) with that DATABASE_URL.
-5. view+encode: `chats.event_log._publish(batch)` per tick with no page open: sorts and groups
+5. view+encode: `chats.live.event_log._publish(batch)` per tick with no page open: sorts and groups
    the tick by turn, `protocol.event_view` for each event, `protocol.turn_events` and
    `protocol.encode` (the JSON text) for each turn's frame, and the relay's lookup of pages.
 6. deliver: `LocalRelay.publish` of the tick's frames to one page per chat, a real
@@ -42,7 +42,7 @@ the median of 5 parts of one run: see `database_stages`).
 7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
-   as the site batches them (chats/batches.py), in 5 batches of 40:
+   as the site batches them (chats/run/batches.py), in 5 batches of 40:
    `services.turn_start_many(...)` + `runner.turn_card_frame("turn.started", ...)` per turn;
    `runner._store_finishes(...)` (turn_finish_many, then the final cards);
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
@@ -159,7 +159,7 @@ def median_round(rounds: int, one_round: Callable[[], float]) -> float:
 
 def parsed_events() -> list[Any]:
     """The typed events of one turn, as the parser makes them (not timed)."""
-    from chats.agent.bigdata import BigdataAdapter
+    from chats.agent.providers.bigdata import BigdataAdapter
     from chats.agent.sse import StreamReader
 
     reader = StreamReader(BigdataAdapter())
@@ -170,8 +170,8 @@ def parsed_events() -> list[Any]:
 
 def pending_ticks(ids: list[tuple[int, int]], turns: int = TURNS) -> list[list[Any]]:
     """The event log's batches, tick by tick, for turns `ids` [(chat id, turn id), ...]."""
-    from chats.event_log import PendingEvent
-    from chats.storable import storable_event
+    from chats.live.event_log import PendingEvent
+    from chats.run.storable import storable_event
 
     prepared = [storable_event(e)[:2] for e in parsed_events()]
     return [
@@ -262,8 +262,8 @@ def stage_read(runner: asyncio.Runner, rounds: int) -> dict[str, float]:
 
 
 async def parse_round() -> float:
-    from chats.agent.bigdata import BigdataAdapter
     from chats.agent.providers.attempts import with_retries
+    from chats.agent.providers.bigdata import BigdataAdapter
     from chats.agent.sse import StreamReader, aiter_events
 
     async def body():  # the chunks aiter_text(response) yields: one event each when paced
@@ -296,10 +296,10 @@ async def store_prep_round(events: list[Any]) -> float:
     from django.conf import settings
 
     from chats.agent.transcript import Transcript
-    from chats.event_log import EventLog
-    from chats.runner import TurnRun
-    from chats.storable import storable_event
-    from chats.ticks import Ticks
+    from chats.live.event_log import EventLog
+    from chats.live.ticks import Ticks
+    from chats.run.runner import TurnRun
+    from chats.run.storable import storable_event
 
     log = EventLog(Ticks(60))  # its flusher waits a minute: nothing is written here
     runs = []
@@ -332,8 +332,8 @@ async def store_prep_round(events: list[Any]) -> float:
 
 
 async def view_encode_round(ticks: list[list[Any]]) -> float:
-    from chats.event_log import _publish
-    from chats.relay import get_relay
+    from chats.live.event_log import _publish
+    from chats.live.relay import get_relay
 
     assert not get_relay().subscribers  # no page open: the relay only looks them up
     started = time.perf_counter()
@@ -357,8 +357,8 @@ class Capture:
 
 async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
     """Each tick's (chat id, RelayFrame) as `_publish` makes them (not timed)."""
-    from chats.event_log import _publish
-    from chats.relay import get_relay
+    from chats.live.event_log import _publish
+    from chats.live.relay import get_relay
 
     relay = get_relay()
     frames: list[tuple[int, Any]] = []
@@ -377,7 +377,7 @@ async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
 
 def open_page(chat_id: int, sent: list[str]) -> Any:
     """A `ChatConsumer` as `connect` leaves it, its ASGI `send` keeping the text it is given."""
-    from chats.consumers import ChatConsumer
+    from chats.pages.consumer import ChatConsumer
 
     page = ChatConsumer.__new__(ChatConsumer)  # no scope, session or database: only the writer
     page.start_page_state()  # as `connect` starts it
@@ -392,7 +392,7 @@ def open_page(chat_id: int, sent: list[str]) -> Any:
 
 
 async def deliver_round(captured: list[list[tuple[int, Any]]]) -> float:
-    from chats.relay import get_relay
+    from chats.live.relay import get_relay
 
     relay = get_relay()
     sent: list[str] = []
@@ -467,10 +467,10 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     from django.db import connection
 
     from chats.agent.transcript import Transcript
-    from chats.event_log import _write_now
     from chats.library.search import _index_chats
+    from chats.live.event_log import _write_now
     from chats.models import Chat, ChatSearchDocument
-    from chats.runner import Finish, _store_finishes, turn_card_frame
+    from chats.run.runner import Finish, _store_finishes, turn_card_frame
     from chats.services import TurnAsk, TurnEnd, turn_start_many
 
     user_model = get_user_model()
@@ -491,7 +491,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
         return result
 
     def start(group: list[Any]) -> list[Any]:
-        """As a burst of asks starts (chats/asks.py): one batch, then each card."""
+        """As a burst of asks starts (chats/run/asks.py): one batch, then each card."""
         asks = [TurnAsk(chat=chat, question=QUESTION, research_effort="standard") for chat in group]
         turns = []
         for started in turn_start_many(asks):

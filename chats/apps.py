@@ -6,7 +6,6 @@ class ChatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import (
-            admin_library,  # noqa: F401 (registers the shares' admin)
-            sockets,  # noqa: F401 (connects the logout signal that closes sockets)
+        from chats.pages import (
+            socket_limits,  # noqa: F401 (connects the logout signal that closes sockets)
         )

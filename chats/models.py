@@ -34,7 +34,7 @@ class Chat(models.Model):
     # The library (chats/library/): pinned chats head the sidebar; archived ones leave it.
     pinned = models.BooleanField(default=False)
     archived_at = models.DateTimeField(null=True, blank=True)
-    # The composer's question options, remembered per chat (chats/options.py, `to_json`).
+    # The composer's question options, remembered per chat (chats/run/options.py, `to_json`).
     options = models.JSONField(default=dict, blank=True)
 
     objects = ChatQuerySet.as_manager()
@@ -106,7 +106,7 @@ class Turn(models.Model):
     answer_html = models.TextField(blank=True)
     plan = models.JSONField(null=True, blank=True, help_text="The last PLANNING the agent sent.")
     structured_output = models.JSONField(null=True, blank=True)
-    # The agent's charts, as `chats.charts.chart_for_turn` made them safe to draw.
+    # The agent's charts, as `chats.answer.charts.chart_for_turn` made them safe to draw.
     charts = models.JSONField(default=list, blank=True)
     consumption = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .consumers import ChatConsumer
+from chats.pages.consumer import ChatConsumer
 
 websocket_urlpatterns = [
     path("ws/chats/<int:chat_id>/", ChatConsumer.as_asgi()),

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from django.shortcuts import get_object_or_404
 
-from .models import Chat, Turn, TurnEvent
-from .protocol import EventView, stored_event_view
+from chats.live.protocol import EventView, stored_event_view
+from chats.models import Chat, Turn, TurnEvent
 
 
 def chat_list_for_user(*, user) -> list[Chat]:

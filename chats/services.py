@@ -12,26 +12,25 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from citations.render_html import render_html
-from citations.resolve import CitedAnswer
-from citations.services import citations_resolve, citations_store_for_turns
-
-from . import display
-from .agent.client import AgentRequest
-from .agent.providers import (
+from chats.agent.client import AgentRequest
+from chats.agent.providers import (
     BIGDATA,
     ConversationTurn,
     ProviderRequest,
     agent_choices,
     default_agent,
 )
-from .agent.transcript import Transcript
-from .charts import chart_for_turn
-from .library.search import chat_search_index_update
-from .models import Chat, OutputSchema, Turn, TurnEvent
-from .options import QuestionOptions, request_fields
-from .protocol import LEAF, ErrorCode
-from .selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from chats.agent.transcript import Transcript
+from chats.answer import display
+from chats.answer.charts import chart_for_turn
+from chats.library.search import chat_search_index_update
+from chats.live.protocol import LEAF, ErrorCode
+from chats.models import Chat, OutputSchema, Turn, TurnEvent
+from chats.run.options import QuestionOptions, request_fields
+from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from citations.render_html import render_html
+from citations.resolve import CitedAnswer
+from citations.services import citations_resolve, citations_store_for_turns
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
 from django.urls import path
 
-from . import views, views_options, views_workflows
-from .library import views as library
+from chats.library import views as library
+from chats.pages import options as views_options
+from chats.pages import views
+from chats.pages import workflows as views_workflows
 
 urlpatterns = [
     path("", views.chat_list, name="chat_list"),

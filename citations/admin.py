@@ -1,6 +1,6 @@
 """The review admin for what answers cite: sources and the tool calls (AUDIT traces) behind them.
 
-References are shown inline on each turn's page (chats.admin), next to the answer they cite.
+References are shown inline on each turn's page (chats.admin.review), next to the answer they cite.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from .models import AuditTrace, Source
-from .review_admin import ReviewOnlyAdmin, headline_list, pretty_json, summary, turn_link
+from citations.models import AuditTrace, Source
+from citations.review_admin import ReviewOnlyAdmin, headline_list, pretty_json, summary, turn_link
 
 
 def safe_link(url: str) -> SafeString | str:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .claims import ClaimCheck, check_claim, summarise
-from .references import Passage
+from citations.claims import ClaimCheck, check_claim, summarise
+from citations.references import Passage
 
 if TYPE_CHECKING:
-    from .resolve import CitedAnswer, ResolvedReference
+    from citations.resolve import CitedAnswer, ResolvedReference
 
 _WORD = re.compile(r"\w+(?:[.,']\w+)*", re.UNICODE)
 # Words too common to show as evidence of anything.

@@ -19,7 +19,7 @@ from typing import Any
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
-from .resolve import CitedAnswer
+from citations.resolve import CitedAnswer
 
 _LINK_DEPTH = {"link_open": 1, "link_close": -1}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from .sources import source_label
+from citations.sources import source_label
 
 
 @dataclass(frozen=True, slots=True)

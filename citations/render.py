@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .resolve import CitedAnswer, CitedSource
+from citations.resolve import CitedAnswer, CitedSource
 
 # Characters that would end or restyle a Markdown link text; `-`, `'` and `.` stay readable.
 _LINK_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]<>])")

@@ -18,12 +18,12 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 
-from .evidence import checks_summary, shared_words
-from .html_markers import anchor, link_markers, marker_env, settle_markers
-from .markers import BLOCK_PREFIX
-from .references import Passage
-from .render import insert_at
-from .resolve import CitedAnswer, CitedSource, ToolAttribution
+from citations.evidence import checks_summary, shared_words
+from citations.html_markers import anchor, link_markers, marker_env, settle_markers
+from citations.markers import BLOCK_PREFIX
+from citations.references import Passage
+from citations.render import insert_at
+from citations.resolve import CitedAnswer, CitedSource, ToolAttribution
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _ALLOWED_LINK = re.compile(r"#|(?:https?|mailto):", re.IGNORECASE)

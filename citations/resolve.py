@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from .evidence import Claim, claims_of
-from .markers import Marker, group_markers, placements_of
-from .references import Citation, Passage, SourceDocument, ToolCall
+from citations.evidence import Claim, claims_of
+from citations.markers import Marker, group_markers, placements_of
+from citations.references import Citation, Passage, SourceDocument, ToolCall
 
 
 @dataclass(frozen=True, slots=True)

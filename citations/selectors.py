@@ -6,11 +6,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .claims import ClaimCheck
-from .evidence import with_stored_checks
-from .models import AuditTrace, Reference, Source
-from .references import Citation, Passage, SourceDocument, ToolCall
-from .resolve import CitedAnswer, resolve_citations
+from citations.claims import ClaimCheck
+from citations.evidence import with_stored_checks
+from citations.models import AuditTrace, Reference, Source
+from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.resolve import CitedAnswer, resolve_citations
 
 
 class AnsweredTurn(Protocol):

@@ -9,10 +9,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import JSONField, Value
 
-from .evidence import with_checks
-from .models import AuditTrace, Reference, Source
-from .references import Citation, SourceDocument, ToolCall
-from .resolve import CitedAnswer, ResolvedReference, resolve_citations
+from citations.evidence import with_checks
+from citations.models import AuditTrace, Reference, Source
+from citations.references import Citation, SourceDocument, ToolCall
+from citations.resolve import CitedAnswer, ResolvedReference, resolve_citations
 
 logger = logging.getLogger(__name__)
 _LOGGED_PROBLEMS = 20  # per warning line; the rest are counted

@@ -3,6 +3,6 @@
 It answers from a small bundled corpus of fictional demo data, so the site works with no API key.
 """
 
-from .app import DemoAgentApp
+from demo_agent.app import DemoAgentApp
 
 __all__ = ["DemoAgentApp"]

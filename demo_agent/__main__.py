@@ -10,7 +10,7 @@ import argparse
 import os
 import secrets
 
-from .app import DemoAgentApp
+from demo_agent.app import DemoAgentApp
 
 
 def main(argv: list[str] | None = None) -> None:

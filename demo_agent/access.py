@@ -12,7 +12,7 @@ import hmac
 import ipaddress
 from collections.abc import Callable
 
-from .wire import Receive, Scope, Send, send_json
+from demo_agent.wire import Receive, Scope, Send, send_json
 
 Asgi = Callable[[Scope, Receive, Send], object]
 

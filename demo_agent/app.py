@@ -11,13 +11,13 @@ import asyncio
 import contextlib
 import logging
 
-from .conversation import Conversation, Conversations
-from .errors import HttpError
-from .question import TOPICS
-from .request import parse_request
-from .tokens import TokenSigner
-from .turn import Finished, Heartbeat, Pause, ResearchTurn, load_library
-from .wire import (
+from demo_agent.conversation import Conversation, Conversations
+from demo_agent.errors import HttpError
+from demo_agent.question import TOPICS
+from demo_agent.request import parse_request
+from demo_agent.tokens import TokenSigner
+from demo_agent.turn import Finished, Heartbeat, Pause, ResearchTurn, load_library
+from demo_agent.wire import (
     HEARTBEAT,
     Receive,
     Scope,
@@ -30,8 +30,8 @@ from .wire import (
     sse_event,
     start_stream,
 )
-from .workflows import PATH_SUFFIX as WORKFLOW_PATH_SUFFIX
-from .workflows import DemoWorkflows
+from demo_agent.workflows import PATH_SUFFIX as WORKFLOW_PATH_SUFFIX
+from demo_agent.workflows import DemoWorkflows
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from .corpus import Corpus
+from demo_agent.corpus import Corpus
 
 _BILLIONS = re.compile(r"\$\s*([0-9]+(?:\.[0-9]+)?)\s*billion", re.IGNORECASE)
 

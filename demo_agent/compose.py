@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .corpus import Document
-from .search import tokenize
+from demo_agent.corpus import Document
+from demo_agent.search import tokenize
 
 # One sentence may be backed by several documents (a wire story and its republication).
 MAX_CITATIONS_PER_CLAIM = 2

@@ -12,9 +12,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .errors import HttpError
-from .request import INITIAL_CHECKPOINT, ResearchRequest
-from .tokens import BranchContext, Chat, Checkpoint, PastTurn, TokenSigner
+from demo_agent.errors import HttpError
+from demo_agent.request import INITIAL_CHECKPOINT, ResearchRequest
+from demo_agent.tokens import BranchContext, Chat, Checkpoint, PastTurn, TokenSigner
 
 MAX_REMEMBERED_CHATS = 2048
 

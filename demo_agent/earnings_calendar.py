@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from .corpus import CalendarEntry, Corpus
+from demo_agent.corpus import CalendarEntry, Corpus
 
 TOOL_NAME = "earnings_calendar"
 

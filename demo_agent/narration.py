@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .compose import Answer
-from .question import Question
+from demo_agent.compose import Answer
+from demo_agent.question import Question
 
 COVERAGE = (
     "It covers NVIDIA, Microsoft, Apple, Amazon, Alphabet, Tesla, Meta and JPMorgan Chase, "

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .corpus import Company, Corpus, Document
-from .errors import HttpError
+from demo_agent.corpus import Company, Corpus, Document
+from demo_agent.errors import HttpError
 
 MODELS = ("base", "pro")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")

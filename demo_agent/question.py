@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from .corpus import Company, Corpus
-from .search import stem, words
-from .tokens import BranchContext, PastTurn
+from demo_agent.corpus import Company, Corpus
+from demo_agent.search import stem, words
+from demo_agent.tokens import BranchContext, PastTurn
 
 
 @dataclass(frozen=True)

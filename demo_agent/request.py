@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .charts import wants_charts
-from .errors import HttpError
-from .options import RequestOptions, parse_options
+from demo_agent.charts import wants_charts
+from demo_agent.errors import HttpError
+from demo_agent.options import RequestOptions, parse_options
 
 EFFORTS = ("lite", "standard")
 PERSISTENCE_MODES = ("enabled", "disabled")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .wire import (
+from demo_agent.wire import (
     SSE_HEADERS,
     Receive,
     Scope,

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from .corpus import Document
+from demo_agent.corpus import Document
 
 _POSSESSIVE = re.compile("['\u2019]s\\b", re.IGNORECASE)  # straight or curly apostrophe
 _WORD = re.compile(r"[A-Za-z0-9]+")

@@ -15,14 +15,20 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from . import earnings_calendar, narration
-from .charts import revenue_chart
-from .compose import Answer, Citation, Claim, Found, compose, nothing_found, pick_claims
-from .corpus import Company, Corpus, load_corpus
-from .options import RequestOptions, SearchScope, answer_shape, facts_of, structured_output
-from .question import TOPICS_BY_KEY, Question, Topic, understand
-from .search import SearchIndex, tokenize
-from .tokens import BranchContext, PastTurn
+from demo_agent import earnings_calendar, narration
+from demo_agent.charts import revenue_chart
+from demo_agent.compose import Answer, Citation, Claim, Found, compose, nothing_found, pick_claims
+from demo_agent.corpus import Company, Corpus, load_corpus
+from demo_agent.options import (
+    RequestOptions,
+    SearchScope,
+    answer_shape,
+    facts_of,
+    structured_output,
+)
+from demo_agent.question import TOPICS_BY_KEY, Question, Topic, understand
+from demo_agent.search import SearchIndex, tokenize
+from demo_agent.tokens import BranchContext, PastTurn
 
 SEARCH_RESULTS = 6
 _CHUNK = re.compile(r"\S+\s*|\s+")

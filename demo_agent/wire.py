@@ -10,7 +10,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from .errors import HttpError
+from demo_agent.errors import HttpError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

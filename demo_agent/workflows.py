@@ -6,7 +6,7 @@ A workflow is a templated question run through the same research pipeline as a p
 Resuming, as designed here: an execution keeps the events it has sent and its place in the
 pipeline, in memory, for a bounded number of executions. A request carrying `execution_id`
 replays that execution from its first event, then goes on where it had stopped; the client
-skips what it already has (`chats/workflows.py`). So a resumed stream is the whole execution,
+skips what it already has (`chats/run/workflows.py`). So a resumed stream is the whole execution,
 whether the first connection dropped after one event or after all of them.
 """
 
@@ -21,14 +21,22 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .errors import HttpError
-from .options import RequestOptions
-from .tokens import BranchContext
-from .turn import Finished, Heartbeat, Pause, ResearchTurn, Step
-from .wire import HEARTBEAT, Receive, Send, end_stream, send_chunk, send_json, start_stream
+from demo_agent.errors import HttpError
+from demo_agent.options import RequestOptions
+from demo_agent.tokens import BranchContext
+from demo_agent.turn import Finished, Heartbeat, Pause, ResearchTurn, Step
+from demo_agent.wire import (
+    HEARTBEAT,
+    Receive,
+    Send,
+    end_stream,
+    send_chunk,
+    send_json,
+    start_stream,
+)
 
 if TYPE_CHECKING:
-    from .app import DemoAgentApp
+    from demo_agent.app import DemoAgentApp
 
 PATH_SUFFIX = "/workflow/execute"
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

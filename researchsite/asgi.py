@@ -1,8 +1,8 @@
 """ASGI entry point: pages and static files over HTTP, the chat websocket, the demo agent.
 
-Data flow: browser ⇄ chats.consumers (websocket) → chats.runner → chats.agent (HTTP/SSE to the
-agent) → chats.event_log (store) → chats.relay (to every page of the chat) → citations (the cited
-answer).
+Data flow: browser ⇄ chats.pages.consumer (websocket) → chats.run.runner → chats.agent (HTTP/SSE
+to the agent) → chats.live.event_log (store) → chats.live.relay (to every page of the chat) →
+citations (the cited answer).
 """
 
 import os
@@ -25,8 +25,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from chats.lifespan import lifespan_app  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
+from chats.run.lifespan import lifespan_app  # noqa: E402
 from researchsite.origins import SameOriginValidator  # noqa: E402
 from researchsite.websocket_sessions import websocket_auth_stack  # noqa: E402
 

@@ -106,8 +106,8 @@ tune_sqlite(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channel layer --------------------------------------------------------------------------
-# Chat frames (every agent event) travel through chats/relay.py: in memory within a process, and
-# with REDIS_URL over Redis pub/sub to the other processes that show the chat. The channel layer
+# Chat frames (every agent event) travel through chats/live/relay.py: in memory within a process,
+# and with REDIS_URL over Redis pub/sub to the other processes that show the chat. The channel layer
 # carries only stop requests and logouts.
 REDIS_URL = env.str("REDIS_URL", default="")
 RELAY_PREFIX = env.str("RELAY_PREFIX", default="researchsite:")
@@ -254,7 +254,7 @@ LLMSDK_AGENT_MODEL = env.str("LLMSDK_AGENT_MODEL", default="")  # sent as "model
 
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
-# The widest batch, which a process relaying many streams widens to (chats/ticks.py).
+# The widest batch, which a process relaying many streams widens to (chats/live/ticks.py).
 EVENT_FLUSH_INTERVAL_MAX = env.float("EVENT_FLUSH_INTERVAL_MAX", default=0.06)
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
 TURN_HEARTBEAT_SECONDS = env.float("TURN_HEARTBEAT_SECONDS", default=10.0)
@@ -269,7 +269,7 @@ WS_MAX_SOCKETS_PER_USER = env.int("WS_MAX_SOCKETS_PER_USER", default=10)
 WS_MAX_FRAMES_PER_SECOND = env.float("WS_MAX_FRAMES_PER_SECOND", default=20.0)
 # A page that reads slower than its turns stream keeps this many frames queued (about 15 s of
 # one streaming chat); past that its queued event frames are dropped and it catches up from the
-# event log instead (chats/consumers.py).
+# event log instead (chats/pages/consumer.py).
 WS_MAX_QUEUED_FRAMES = env.int("WS_MAX_QUEUED_FRAMES", default=500)
 # Streaming turns per user across all their chats (and always one per chat).
 AGENT_MAX_CONCURRENT_TURNS = env.int("AGENT_MAX_CONCURRENT_TURNS", default=3)
@@ -308,7 +308,7 @@ LOGGING["loggers"].update(
 
 # --- Workflows ------------------------------------------------------------------------------
 # POST /v1/workflow/execute next to the research agent (PROTOCOL.md, "Workflows"). Empty: derived
-# from RESEARCH_AGENT_URL when used (chats/workflows.py), so a test or a deploy that moves the
+# from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that moves the
 # agent moves its workflows with it.
 WORKFLOW_URL = env.str("WORKFLOW_URL", default="")
 DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"

@@ -21,12 +21,9 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import aconnect_sse
 
-from ..per_loop import PerLoop
-from ..ticks import get_ticks
-from .aiohttp_transport import AiohttpTransport, aiter_text, new_session
-from .bigdata import BigdataAdapter
-from .events import AgentEvent
-from .providers.attempts import (
+from chats.agent.aiohttp_transport import AiohttpTransport, aiter_text, new_session
+from chats.agent.events import AgentEvent
+from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     TRANSPORT_ERRORS,
     RetryableFailure,
@@ -35,7 +32,10 @@ from .providers.attempts import (
     transport_failure,
     with_retries,
 )
-from .sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
+from chats.agent.providers.bigdata import BigdataAdapter
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
+from chats.live.per_loop import PerLoop
+from chats.live.ticks import get_ticks
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class AgentRequest:
     chat_id: str | None = None
     from_checkpoint_id: str | None = None
     persistence_mode: str = "enabled"
-    # Question options (chats/options.py): each sent only when set.
+    # Question options (chats/run/options.py): each sent only when set.
     model_name: str | None = None
     expected_output: str | None = None
     structured_output_schema: dict[str, Any] | None = None

@@ -105,7 +105,7 @@ class StructuredOutputEvent(AgentEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChartEvent(AgentEvent):
-    """A chart the agent drew; `vega_lite_spec` is untrusted (see `chats/charts.py`)."""
+    """A chart the agent drew; `vega_lite_spec` is untrusted (see `chats/answer/charts.py`)."""
 
     type: str = "CHART"
     chart_id: str = ""
@@ -203,7 +203,7 @@ def event_from_data(data: Any) -> AgentEvent | None:
         kind == "AUDIT" and "tool_calls" not in data
     ):
         # Logged before events had a schema of their own: the Bigdata message as received.
-        from .bigdata import event_from_message
+        from chats.agent.providers.bigdata import event_from_message
 
         return event_from_message(data)
     chat_id = data.get("chat_id")

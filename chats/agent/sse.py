@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from .events import AgentEvent
+from chats.agent.events import AgentEvent
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def json_document(text: str) -> Any:
 
     orjson reads what nearly every line is; what it refuses or could read differently (NaN,
     1e999, lone surrogates, integers past 64 bits) goes to `json`, which keeps them for
-    `chats.storable` to judge. Raises ValueError (or RecursionError) for text that is not JSON.
+    `chats.run.storable` to judge. Raises ValueError (or RecursionError) for text that is not JSON.
     """
     if _LONG_NUMBER not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY):
         try:
@@ -156,7 +156,7 @@ class EventParser:
 
     def __init__(self, adapter: StreamAdapter | None = None) -> None:
         if adapter is None:
-            from .bigdata import BigdataAdapter
+            from chats.agent.providers.bigdata import BigdataAdapter
 
             adapter = BigdataAdapter()
         self.adapter = adapter

@@ -10,9 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from citations.references import Citation, ToolCall
-
-from .events import (
+from chats.agent.events import (
     AgentEvent,
     AnswerEvent,
     AuditEvent,
@@ -25,6 +23,7 @@ from .events import (
     ToolErrorEvent,
     event_from_data,
 )
+from citations.references import Citation, ToolCall
 
 
 @dataclass

@@ -6,10 +6,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from chats.models import Chat, Turn
 from citations.render import render_json
 from citations.selectors import cited_answers_for_turns
-
-from ..models import Chat, Turn
 
 EXPORT_FORMAT_VERSION = 1
 

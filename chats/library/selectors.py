@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from ..models import Chat, ChatShare, Turn
+from chats.models import Chat, ChatShare, Turn
 
 # The sidebar is for recent work; search finds the rest. Keeps the page small at 10,000 chats.
 SIDEBAR_MAX_CHATS = 100

@@ -7,9 +7,9 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import Chat, ChatShare, Turn
-from ..selectors import chat_branch
-from .search import chat_search_index_update
+from chats.library.search import chat_search_index_update
+from chats.models import Chat, ChatShare, Turn
+from chats.selectors import chat_branch
 
 TITLE_MAX_CHARS = 200
 

@@ -16,11 +16,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from ..selectors import chat_branch, chat_get_for_user
-from .export import export_chat_json
-from .search import chat_search_for_user
-from .selectors import chat_archived_for_user, chat_share_get, chat_share_turns
-from .services import (
+from chats.library.export import export_chat_json
+from chats.library.search import chat_search_for_user
+from chats.library.selectors import chat_archived_for_user, chat_share_get, chat_share_turns
+from chats.library.services import (
     LibraryError,
     chat_archive,
     chat_delete,
@@ -29,6 +28,7 @@ from .services import (
     chat_share,
     chat_share_revoke,
 )
+from chats.selectors import chat_branch, chat_get_for_user
 
 
 @require_GET

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from chats import structured_output, usage
+from chats.answer import structured_output, usage
 
 register = template.Library()
 

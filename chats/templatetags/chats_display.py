@@ -1,4 +1,4 @@
-"""Template filters over `chats.display`: the templates and the live frames share its rules."""
+"""Template filters over `chats.answer.display`: the templates and live frames share its rules."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from chats import display
+from chats.answer import display
 
 register = template.Library()
 

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from chats.agent.events import event_from_data
-from chats.charts import chart_for_turn
+from chats.answer.charts import chart_for_turn
 from chats.models import Chat, Turn
 
 pytestmark = pytest.mark.django_db

@@ -290,7 +290,7 @@ def test_hostile_charts_draw_nothing_unsafe_and_fetch_nothing(
 
 def test_the_admin_turn_page_draws_the_chart(page, csp_site, django_user_model):
     from chats.agent.events import event_from_data
-    from chats.charts import chart_for_turn
+    from chats.answer.charts import chart_for_turn
     from chats.models import Chat, Turn
 
     boss = django_user_model.objects.create_superuser("boss", password="boss-pass-77")

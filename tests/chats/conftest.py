@@ -10,9 +10,9 @@ from channels.layers import channel_layers, get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from chats.lifespan import shut_down
 from chats.models import Chat
 from chats.routing import websocket_urlpatterns
+from chats.run.lifespan import shut_down
 from demo_agent.scripted import DEFAULT_CHAT_ID, ScriptedAgent
 from demo_agent.wire import sse_event
 from tests.servers import serve_asgi

@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from chats.agent import bigdata as bigdata_adapter
+from chats.agent.providers import bigdata as bigdata_adapter
 from chats.library.search import chat_search_index_update
 from chats.models import Chat, Turn
 from citations.render_html import render_html

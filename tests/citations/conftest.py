@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chats.agent import bigdata as bigdata_adapter
+from chats.agent.providers import bigdata as bigdata_adapter
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.agent import bigdata as bigdata_adapter
+from chats.agent.providers import bigdata as bigdata_adapter
 from citations.markers import placements_of
 from citations.render import markdown_insertions, render_markdown
 from citations.render_html import _CLEANER, _parsed_plain_text, _plain_text, render_html

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from chats.agent.bigdata import source_document as source_fields
+from chats.agent.providers.bigdata import source_document as source_fields
 from citations.render import render_markdown
 from citations.render_html import _CLEANER, render_html
 from tests.citations.conftest import ParsedHtml, bigdata, cite, cited_from_capture, ref

@@ -4,8 +4,8 @@ from datetime import date
 
 import pytest
 
-from chats.agent.bigdata import source_document as source_fields
-from chats.agent.bigdata import source_key
+from chats.agent.providers.bigdata import source_document as source_fields
+from chats.agent.providers.bigdata import source_key
 from citations.resolve import resolve_citations
 from tests.citations.conftest import bigdata, cite, ref
 
@@ -160,7 +160,7 @@ def test_a_source_shows_the_fields_of_its_first_citation_in_reading_order():
 
 
 def test_references_from_before_and_after_the_answer_chunks_all_apply():
-    from chats.agent.bigdata import event_from_message
+    from chats.agent.providers.bigdata import event_from_message
     from chats.agent.transcript import Transcript
 
     messages = [

@@ -5,8 +5,8 @@ import logging
 import pytest
 from django.db import transaction
 
-from chats.agent import bigdata as bigdata_adapter
-from chats.export import export_turns_markdown
+from chats.agent.providers import bigdata as bigdata_adapter
+from chats.answer.export import export_turns_markdown
 from chats.models import Turn
 from chats.selectors import chat_branch
 from citations.evidence import with_checks

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chats.agent.events import ChartEvent
-from chats.charts import answer_block_at, chart_for_turn, sanitize_spec
+from chats.answer.charts import answer_block_at, chart_for_turn, sanitize_spec
 from demo_agent.charts import wants_charts
 
 from .test_demo_agent import ask

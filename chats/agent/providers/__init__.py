@@ -2,8 +2,9 @@
 
 Each provider has one module here with an adapter (its wire format → typed events, see
 `chats.agent.sse.StreamAdapter`) and a client that calls it, with the provider's official SDK
-where one exists. The Bigdata Research Agent's adapter and client live in `chats.agent.bigdata`
-and `chats.agent.client`. `render_stream --provider NAME` reads a saved body with the adapter.
+where one exists. The Bigdata Research Agent's adapter and client live in
+`chats.agent.providers.bigdata` and `chats.agent.client`. `render_stream --provider NAME`
+reads a saved body with the adapter.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Protocol
 
-from ..events import AgentEvent
-from ..sse import StreamAdapter
+from chats.agent.events import AgentEvent
+from chats.agent.sse import StreamAdapter
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +71,11 @@ class StreamFormat:
 
 def stream_formats() -> dict[str, StreamFormat]:
     """Return the wire format of every provider, by the name `--provider` takes."""
-    from ..bigdata import BigdataAdapter
-    from .anthropic import AnthropicAdapter
-    from .gemini import GeminiAdapter
-    from .llm_sdk import LlmSdkAdapter
-    from .responses import ResponsesAdapter
+    from chats.agent.providers.anthropic import AnthropicAdapter
+    from chats.agent.providers.bigdata import BigdataAdapter
+    from chats.agent.providers.gemini import GeminiAdapter
+    from chats.agent.providers.llm_sdk import LlmSdkAdapter
+    from chats.agent.providers.responses import ResponsesAdapter
 
     return {
         "bigdata": StreamFormat(BigdataAdapter),
@@ -189,7 +190,7 @@ def open_stream(
     """Return the run of `request` against `agent` (an AgentRequest for the Research Agent,
     a ProviderRequest for the others)."""
     if agent == BIGDATA:
-        from ..client import AgentStream
+        from chats.agent.client import AgentStream
 
         return AgentStream(request, bigdata_settings(), on_retry=on_retry)
     provider = PROVIDERS.get(agent)
@@ -209,7 +210,7 @@ class _Unconfigured:
         self.label = label
 
     async def events(self) -> AsyncIterator[AgentEvent]:
-        from ..client import AgentError
+        from chats.agent.client import AgentError
 
         raise AgentError(
             f"{self.label} is not configured on this site any more, so this chat cannot"
@@ -223,7 +224,7 @@ def bigdata_settings():
     """Return the Research Agent's connection settings (the demo's token when no key is set)."""
     from django.conf import settings
 
-    from ..client import AgentSettings
+    from chats.agent.client import AgentSettings
 
     return AgentSettings(
         url=settings.RESEARCH_AGENT_URL,
@@ -242,6 +243,6 @@ def preload_sdks() -> None:
         if provider.settings() is not None:
             import_module(f"{__name__}.{provider.module}")
             if provider.name == "gemini":
-                from .gemini import load_sdk
+                from chats.agent.providers.gemini import load_sdk
 
                 load_sdk()

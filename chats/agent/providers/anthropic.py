@@ -17,10 +17,7 @@ from typing import Any
 
 import anthropic
 
-from citations.references import Citation, Passage, SourceDocument, ToolCall
-from citations.sources import bounded_key, date_from_value, http_url, one_line, url_host
-
-from ..events import (
+from chats.agent.events import (
     ActionEvent,
     AgentEvent,
     AnswerEvent,
@@ -30,8 +27,10 @@ from ..events import (
     GroundingEvent,
     ToolErrorEvent,
 )
-from ..sse import StreamMessage
-from .sdk import SdkStream
+from chats.agent.providers.sdk import SdkStream
+from chats.agent.sse import StreamMessage
+from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.sources import bounded_key, date_from_value, http_url, one_line, url_host
 
 DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
-from ..events import AgentEvent
+from chats.agent.events import AgentEvent
 
 if TYPE_CHECKING:
-    from ..client import AgentError
+    from chats.agent.client import AgentError
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def transport_failure(
     `agent` names it mid-sentence ("the research agent", "Gemini"). Connecting failures and a
     connection dropped before the first event may be retried; a silence never is.
     """
-    from ..client import AgentError  # run time only: client imports this module
+    from chats.agent.client import AgentError  # run time only: client imports this module
 
     named = agent[:1].upper() + agent[1:]
     if isinstance(error, httpx.ConnectError):

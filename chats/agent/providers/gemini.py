@@ -21,11 +21,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from citations.references import Citation, Passage, SourceDocument, ToolCall
-from citations.sources import bounded_key, content_key, http_url, one_line, url_host
-
-from ..client import AgentError, http_transport, redact, stream_timeout
-from ..events import (
+from chats.agent.client import AgentError, http_transport, redact, stream_timeout
+from chats.agent.events import (
     ActionEvent,
     AgentEvent,
     AnswerEvent,
@@ -34,9 +31,8 @@ from ..events import (
     ErrorEvent,
     GroundingEvent,
 )
-from ..sse import StreamMessage
-from . import ConversationTurn, ProviderConfig, ProviderRequest
-from .attempts import (
+from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
+from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     TRANSPORT_ERRORS,
     RetryableFailure,
@@ -45,6 +41,9 @@ from .attempts import (
     transport_failure,
     with_retries,
 )
+from chats.agent.sse import StreamMessage
+from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
 logger = logging.getLogger(__name__)
 

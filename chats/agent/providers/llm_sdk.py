@@ -18,12 +18,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from citations.references import Citation, Passage, SourceDocument
-from citations.sources import bounded_key, content_key, http_url, one_line, url_host
-
-from ..aiohttp_transport import aiter_text
-from ..client import AgentError, http_transport, redact, stream_timeout
-from ..events import (
+from chats.agent.aiohttp_transport import aiter_text
+from chats.agent.client import AgentError, http_transport, redact, stream_timeout
+from chats.agent.events import (
     AgentEvent,
     AnswerEvent,
     CompleteEvent,
@@ -31,9 +28,8 @@ from ..events import (
     GroundingEvent,
     ThinkingEvent,
 )
-from ..sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
-from . import ProviderConfig, ProviderRequest
-from .attempts import (
+from chats.agent.providers import ProviderConfig, ProviderRequest
+from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     TRANSPORT_ERRORS,
     RetryableFailure,
@@ -42,6 +38,9 @@ from .attempts import (
     transport_failure,
     with_retries,
 )
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
+from citations.references import Citation, Passage, SourceDocument
+from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
 logger = logging.getLogger(__name__)
 

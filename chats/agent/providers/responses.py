@@ -23,10 +23,7 @@ from typing import Any
 
 import openai
 
-from citations.references import Citation, SourceDocument, ToolCall
-from citations.sources import bounded_key, http_url, one_line, url_host
-
-from ..events import (
+from chats.agent.events import (
     ActionEvent,
     AgentEvent,
     AnswerEvent,
@@ -35,8 +32,10 @@ from ..events import (
     ErrorEvent,
     GroundingEvent,
 )
-from ..sse import StreamMessage
-from .sdk import SdkStream
+from chats.agent.providers.sdk import SdkStream
+from chats.agent.sse import StreamMessage
+from citations.references import Citation, SourceDocument, ToolCall
+from citations.sources import bounded_key, http_url, one_line, url_host
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
 MAX_LINK_CHARS = 2048  # past this, a `[` that never closed is plain text: stop holding it back

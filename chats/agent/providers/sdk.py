@@ -20,17 +20,17 @@ from typing import Any
 
 import httpx2  # the HTTP library both SDKs are built on; mid-body failures surface as its errors
 
-from ..client import AgentError, redact
-from ..events import AgentEvent
-from ..sse import StreamMessage
-from . import ProviderConfig, ProviderRequest
-from .attempts import (
+from chats.agent.client import AgentError, redact
+from chats.agent.events import AgentEvent
+from chats.agent.providers import ProviderConfig, ProviderRequest
+from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     RetryableFailure,
     RetryNotice,
     retry_after_seconds,
     with_retries,
 )
+from chats.agent.sse import StreamMessage
 
 logger = logging.getLogger(__name__)
 

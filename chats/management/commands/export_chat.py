@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chats.export import export_turns_markdown
+from chats.answer.export import export_turns_markdown
 from chats.models import Chat
 from chats.selectors import chat_branch
 

@@ -1,6 +1,6 @@
 // Draw the agent's charts (templates/chats/_charts.html) with Vega-Lite, safely.
 //
-// The server already sanitised each spec (chats/charts.py: inline data only, no URLs, no
+// The server already sanitised each spec (chats/answer/charts.py: inline data only, no URLs, no
 // expressions); this is the second wall. The loader refuses every load, so nothing reaches the
 // network whatever the spec says; expressions are interpreted from their AST (vega-interpreter),
 // so no code is compiled with `new Function` and the page's CSP (script-src 'self') holds.

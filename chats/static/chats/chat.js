@@ -1,8 +1,8 @@
 // The chat page: one websocket per chat, applying the server's frames to the thread.
 //
 // The server owns everything that matters: it renders every card, the final cited answer and
-// every label (plan steps, tool calls, statuses, titles, errors; see chats/display.py and
-// chats/protocol.py); the page's own words (banners, busy buttons) are data attributes of the
+// every label (plan steps, tool calls, statuses, titles, errors; see chats/answer/display.py and
+// chats/live/protocol.py); the page's own words (banners, busy buttons) are data attributes of the
 // template. This script places what it is sent, previews the streaming answer's Markdown, and
 // keeps a cursor per streaming turn so a reconnect resumes exactly.
 (() => {
@@ -142,7 +142,7 @@
     updateComposer();
   }
 
-  // Each field of an event view says what to do with it (chats/protocol.py, EventView).
+  // Each field of an event view says what to do with it (chats/live/protocol.py, EventView).
   function applyEvent(card, stream, event) {
     if (event.plan_html !== undefined) {
       const box = card.querySelector("[data-plan]");

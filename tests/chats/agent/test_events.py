@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from chats.agent import bigdata
 from chats.agent.events import UnknownEvent, event_from_data
+from chats.agent.providers import bigdata
 from tests.citations.conftest import bigdata as bigdata_source
 from tests.citations.conftest import ref
 

@@ -1,0 +1,253 @@
+"""The Bigdata Research Agent adapter: its envelopes, messages and GROUNDING shapes → typed events.
+
+The one place that reads the Research Agent's JSON (seed 002 "Message types", seed 000
+"Grounding and citations", notes/PROTOCOL.md "GROUNDING sources"). Unknown types become
+`UnknownEvent`, kept and stored, never fatal (seed 002, "Forward compatibility").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chats.agent.events import AgentEvent, AuditEvent, GroundingEvent, event_from_fields
+from chats.agent.sse import StreamMessage
+from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.sources import (
+    bounded_key,
+    content_key,
+    date_from_value,
+    http_url,
+    one_line,
+    url_host,
+)
+
+SOURCE_TYPES = frozenset({"BIGDATA", "EXTERNAL"})
+
+
+def event_from_envelope(envelope: Any, raw: str | None = None) -> AgentEvent | None:
+    """Return the typed event inside either envelope, or None when the document is malformed.
+
+    `{"chat_id", "message": {...}}` for the Research Agent, `{"request_id", "execution_id",
+    "delta": {...}}` for Workflows.
+    """
+    if not isinstance(envelope, dict):
+        return None
+    message = envelope.get("message")
+    if not isinstance(message, dict):
+        message = envelope.get("delta")
+    if not isinstance(message, dict):
+        return None
+    chat_id = envelope.get("chat_id")
+    return event_from_message(message, chat_id if isinstance(chat_id, str) else None, raw)
+
+
+def event_from_message(
+    message: dict[str, Any], chat_id: str | None = None, raw: str | None = None
+) -> AgentEvent | None:
+    """Return the typed event for one message, or None when it has no string `type`.
+
+    Our event schema borrows the Research Agent's message shape for every type but AUDIT and
+    GROUNDING, so those two are read here and the rest by `event_from_data`.
+    """
+    kind = message.get("type")
+    if not isinstance(kind, str) or not kind:
+        return None
+    if kind == "AUDIT":
+        traces = [t for t in _list(message.get("audit_traces")) if isinstance(t, dict)]
+        return AuditEvent(tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw)
+    if kind == "GROUNDING":
+        references = message.get("references")
+        references = references if isinstance(references, list) else []
+        return GroundingEvent(
+            citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
+        )
+    # The envelope's conversation id, not any the message carries (UnknownEvent drops it).
+    return event_from_fields(message, chat_id=chat_id, raw=raw)
+
+
+# --- GROUNDING references -------------------------------------------------------------------
+
+
+def citation(data: Any) -> Citation:
+    """Return one GROUNDING reference as a Citation; the span is judged later, by the core.
+
+    Two shapes are in use: `{start, end, source, tool_name, audit_id}` and the older
+    `{start, end, source, tag: {tool_call_id, ref_id}, action_audits_id}` (PROTOCOL.md).
+    """
+    if not isinstance(data, dict):
+        return Citation(start=None, end=None, source=None, problem="not an object", data=data)
+    tag = _dict(data.get("tag"))
+    raw_source = data.get("source")
+    problem = ""
+    if raw_source is not None and not isinstance(raw_source, dict):
+        problem = "source is neither an object nor null"
+    source = source_document(raw_source) if isinstance(raw_source, dict) else None
+    return Citation(
+        start=_int(data.get("start")),
+        end=_int(data.get("end")),
+        source=source,
+        tool_name=_first_text(data.get("tool_name"), data.get("toolName"), tag.get("tool_name")),
+        audit_ids=_audit_ids(data, tag),
+        passages=_passages(raw_source) if isinstance(raw_source, dict) else (),
+        problem=problem,
+        data=data,
+    )
+
+
+def _audit_ids(data: dict[str, Any], tag: dict[str, Any]) -> tuple[str, ...]:
+    """The tool-call ids a reference names: `audit_id`, camelCase `auditId`, then the older
+    shape's `action_audits_id` (sometimes a list) and `tag.tool_call_id`."""
+    ids: list[str] = []
+    for candidate in (
+        data.get("audit_id"),
+        data.get("auditId"),
+        data.get("action_audits_id"),
+        tag.get("tool_call_id"),
+    ):
+        for value in candidate if isinstance(candidate, list) else (candidate,):
+            text = _first_text(value)
+            if text and text not in ids:
+                ids.append(text)
+    return tuple(ids)
+
+
+def _passages(source: dict[str, Any]) -> tuple[Passage, ...]:
+    """The text a source contributed: BIGDATA `chunks[].text`, EXTERNAL `text`."""
+    passages = [Passage.from_data(c) for c in _list(source.get("chunks")) if isinstance(c, dict)]
+    if isinstance(source.get("text"), str) and source["text"].strip():
+        passages.append(Passage.from_data({"text": source["text"], **_relevance(source)}))
+    return tuple(p for p in passages if p is not None and p.text.strip())
+
+
+def _relevance(source: dict[str, Any]) -> dict[str, Any]:
+    return {"relevance": source["relevance"]} if "relevance" in source else {}
+
+
+# --- sources --------------------------------------------------------------------------------
+
+
+def source_document(source: dict[str, Any]) -> SourceDocument:
+    """Return a GROUNDING `source` object's key, display fields and safe link.
+
+    BIGDATA carries `src_name`, `ts`, `url` (not always); EXTERNAL nests its display name, link
+    and sometimes a date in `action`.
+    """
+    source_type = _type(source)
+    action = _dict(source.get("action"))
+    url = http_url(_raw_url(source, source_type, action))
+    headline = one_line(source.get("hd"))
+    return SourceDocument(
+        key=source_key(source),
+        type=source_type,
+        name=_name(source, source_type, action) or headline or url_host(url) or "Source",
+        headline=headline,
+        url=url,
+        published_on=_published_on(source, source_type, action),
+        data=source,
+    )
+
+
+def source_key(source: dict[str, Any]) -> str:
+    """Return the deduplication key: id, else URL, else headline, else a hash of the object.
+
+    Never the audit_id (seed 000: one tool call returns many sources). The kind prefix keeps an
+    id from colliding with an unrelated headline that happens to spell the same text.
+    """
+    return (
+        bounded_key("id", source.get("id"))
+        or bounded_key("url", _raw_url(source, _type(source), _dict(source.get("action"))))
+        or bounded_key("hd", source.get("hd"))
+        or content_key(source)
+    )
+
+
+def _type(source: dict[str, Any]) -> str:
+    return source["type"] if source.get("type") in SOURCE_TYPES else "OTHER"
+
+
+def _raw_url(source: dict[str, Any], source_type: str, action: dict[str, Any]) -> str:
+    if source_type == "EXTERNAL":
+        candidates = (action.get("url"), source.get("url"))
+    elif source_type == "BIGDATA":
+        candidates = (source.get("url"),)
+    else:
+        candidates = (source.get("url"), action.get("url"))
+    return next((c.strip() for c in candidates if isinstance(c, str) and c.strip()), "")
+
+
+def _name(source: dict[str, Any], source_type: str, action: dict[str, Any]) -> str:
+    if source_type == "EXTERNAL":
+        candidates = (action.get("name"),)
+    elif source_type == "BIGDATA":
+        candidates = (source.get("src_name"),)
+    else:
+        candidates = (source.get("src_name"), action.get("name"), source.get("name"))
+    return next((n for c in candidates if (n := one_line(c))), "")
+
+
+def _published_on(source: dict[str, Any], source_type: str, action: dict[str, Any]):
+    candidates = [source.get("ts")]
+    if source_type != "BIGDATA":
+        candidates[:0] = [action.get("date"), action.get("ts"), action.get("published_at")]
+    return next((d for c in candidates if (d := date_from_value(c)) is not None), None)
+
+
+# --- AUDIT traces ---------------------------------------------------------------------------
+
+
+def tool_call(trace: dict[str, Any]) -> ToolCall:
+    """Return one `audit_traces[]` entry (snake_case or camelCase) as a ToolCall."""
+    query = trace.get("query")
+    query_text = query.get("text") if isinstance(query, dict) else query
+    return ToolCall(
+        tool_id=_first_text(trace.get("tool_id"), trace.get("toolId")),
+        kind=_first_text(trace.get("audit_type"), trace.get("auditType")),
+        # MarkdownAuditV1 has a title; SearchAuditV1 has query.text.
+        title=one_line(_first_text(trace.get("title"), query_text)),
+        results=tuple(_search_results(trace)),
+        data=trace,
+    )
+
+
+def _search_results(trace: dict[str, Any]) -> list[SourceDocument]:
+    """The documents a search returned (`results[*].values[*]`), cited or not."""
+    documents = []
+    results = trace.get("results")
+    for result in results if isinstance(results, list) else []:
+        values = result.get("values") if isinstance(result, dict) else None
+        for value in values if isinstance(values, list) else []:
+            if isinstance(value, dict):
+                documents.append(source_document(value))
+    return documents
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _first_text(*values: Any) -> str:
+    for value in values:
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return ""
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class BigdataAdapter:
+    """The Research Agent's stream: one envelope per `data:` line, nothing held back."""
+
+    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
+        event = event_from_envelope(message.document, raw=message.text)
+        return None if event is None else [event]
+
+    def close(self) -> list[AgentEvent]:
+        return []

@@ -1,0 +1,55 @@
+"""Export answers as one Markdown document: each question a heading, each answer its footnotes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from chats.answer.charts import markdown_table, markdown_tables
+from chats.answer.structured_output import structured_table
+from chats.models import Turn
+from citations.evidence import checks_summary
+from citations.render import render_markdown
+from citations.resolve import CitedAnswer
+from citations.selectors import cited_answers_for_turns
+
+
+def export_turns_markdown(turns: Iterable[Turn]) -> str:
+    """Return the turns as Markdown; footnote labels carry the turn id so answers don't collide."""
+    turns = list(turns)
+    cited = cited_answers_for_turns(turns)
+    sections = []
+    for turn in turns:
+        question = " ".join(turn.question.split()) or "Untitled question"
+        answer = render_markdown(cited[turn.pk], label_prefix=f"t{turn.pk}-")
+        sections.append(
+            f"## {question}\n\n{answer.rstrip() or '_No answer._'}\n{_checks(cited[turn.pk])}"
+            + _charts(turn)
+            + _structured_output(turn)
+        )
+    return "\n".join(sections)
+
+
+def _charts(turn: Turn) -> str:
+    """Each chart as its title, caption and data table (a drawing does not survive Markdown)."""
+    return f"\n{markdown_tables(turn.charts)}\n" if turn.charts else ""
+
+
+def _structured_output(turn: Turn) -> str:
+    table = structured_table(turn.structured_output)
+    if not table:
+        return ""
+    columns, rows = table["columns"], table["rows"]
+    return f"\n**Structured output**\n\n{markdown_table(columns, rows)}\n"
+
+
+def _checks(cited: CitedAnswer) -> str:
+    """Return the figure check as a quoted note under the answer, or "" when nothing was checked."""
+    summary = checks_summary(cited)
+    if not summary:
+        return ""
+    lines = [f"> Figure check: {summary}."]
+    for claim in cited.claims:
+        if claim.is_flagged:
+            text = " ".join(cited.answer[claim.start : claim.end].split())
+            lines.append(f"> - “{text}”: {claim.check.message}.")
+    return "\n" + "\n".join(lines) + "\n"

@@ -1,0 +1,327 @@
+"""Store each run's events, then relay them: one batched write and one frame per chat per tick.
+
+Every running turn in this process appends here; a single flusher writes all pending events in
+one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, wider when busy:
+`ticks.py`) and only then relays them to each chat's pages (`relay.py`). Relaying after the
+commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
+every event either in the log or live (maybe both; seqs dedupe).
+
+A write that fails is retried turn by turn, so one turn's bad event never holds back the
+others (issue 9): the turn the database refuses is failed and its run told to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
+from typing import Any, NamedTuple
+
+from channels.db import database_sync_to_async
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.utils import timezone
+
+from chats.agent.events import AgentEvent
+from chats.live.compact_json import strict_json
+from chats.live.per_loop import PerLoop
+from chats.live.protocol import event_view, publish_to_chats, turn_events
+from chats.live.ticks import Ticks, get_ticks
+from chats.models import TurnEvent
+from chats.run.batches import DATABASE_FAILING
+
+logger = logging.getLogger(__name__)
+
+# On errors of the database rather than of the data (DATABASE_FAILING: down, locked,
+# restarting) the same write may succeed in a moment, so the turn's events stay pending, retried
+# every RETRY_DELAY, until its writes have failed for TRANSIENT_GRACE seconds.
+TRANSIENT_GRACE = 5.0
+RETRY_DELAY = 1.0
+
+WriteFailed = Callable[[str], None]
+
+
+# A tuple: one is built per event, in a third of a frozen dataclass's time.
+class PendingEvent(NamedTuple):
+    chat_id: int
+    turn_id: int
+    seq: int
+    event: AgentEvent
+    data: dict[str, Any]  # what is stored: the event's data, made storable by the run
+
+
+class EventLog:
+    """The batching writer and relay of one event loop."""
+
+    def __init__(self, ticks: Ticks) -> None:
+        self.ticks = ticks  # flushes at these; the server's are the agents' reads' (get_ticks)
+        self._pending: list[PendingEvent] = []
+        self._lock = asyncio.Lock()
+        self._wakeup = asyncio.Event()
+        self._flusher: asyncio.Task | None = None
+        self._failing_since: dict[int, float] = {}  # turn id -> loop time of its first failure
+        # Events kept back by a transient error, retried from _retry_at on; later events of the
+        # same turns wait behind them so that each turn's seqs are written and relayed in order.
+        self._held: list[PendingEvent] = []
+        self._retry_at = 0.0
+        self._failures: dict[int, str] = {}  # turn id -> why its events could not be stored
+        self._on_failure: dict[int, WriteFailed] = {}
+
+    def watch(self, turn_id: int, on_failure: WriteFailed) -> None:
+        """Call `on_failure(message)` if this turn's events cannot be stored."""
+        self._on_failure[turn_id] = on_failure
+
+    def forget(self, turn_id: int) -> None:
+        """The turn's run has ended: drop what the log remembers of it."""
+        self._on_failure.pop(turn_id, None)
+        self._failures.pop(turn_id, None)
+        self._failing_since.pop(turn_id, None)
+
+    def failure(self, turn_id: int) -> str | None:
+        """Return why this turn's events could not be stored, or None."""
+        return self._failures.get(turn_id)
+
+    def append(
+        self,
+        chat_id: int,
+        turn_id: int,
+        seq: int,
+        event: AgentEvent,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        """Queue one event; `data` is what to store, when not `event.data` as it stands."""
+        if turn_id in self._failures:
+            return  # its run is being stopped; nothing more of it can be logged in order
+        self._pending.append(
+            PendingEvent(chat_id, turn_id, seq, event, event.data if data is None else data)
+        )
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_forever(), name="event-log-flusher")
+        self._wakeup.set()
+
+    async def flush(self) -> None:
+        """Write and publish everything appended so far (a run calls this before it finishes).
+
+        Never raises for a failed write: a turn whose events the database refuses is failed,
+        and events kept back by a transient error are held for the flusher to retry.
+        """
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            if self._held and loop.time() >= self._retry_at:
+                self._pending[:0], self._held = self._held, []
+            while self._pending:
+                batch, self._pending = self._pending, []
+                if self._held:
+                    waiting = {p.turn_id for p in self._held}
+                    self._held += [p for p in batch if p.turn_id in waiting]
+                    batch = [p for p in batch if p.turn_id not in waiting]
+                    if not batch:
+                        continue
+                try:
+                    await _write(batch)
+                    written = batch
+                except Exception:
+                    written, kept = await self._write_turn_by_turn(batch)
+                    if kept:
+                        self._held += kept
+                        self._retry_at = loop.time() + RETRY_DELAY
+                for turn_id in {p.turn_id for p in written}:
+                    self._failing_since.pop(turn_id, None)
+                if written:
+                    try:
+                        await _publish(written)
+                    except Exception:  # stored all the same: pages catch up from the log
+                        logger.exception("Relaying %d stored events failed", len(written))
+
+    async def _write_turn_by_turn(
+        self, batch: list[PendingEvent]
+    ) -> tuple[list[PendingEvent], list[PendingEvent]]:
+        """Write each turn's events on their own; return (written, kept for a retry)."""
+        written: list[PendingEvent] = []
+        kept: list[PendingEvent] = []
+        by_turn: dict[int, list[PendingEvent]] = {}
+        for pending in batch:
+            by_turn.setdefault(pending.turn_id, []).append(pending)
+        for turn_id, events in by_turn.items():
+            try:
+                await _write(events)
+            except DATABASE_FAILING as error:
+                now = asyncio.get_running_loop().time()
+                since = self._failing_since.setdefault(turn_id, now)
+                if now - since < TRANSIENT_GRACE:
+                    logger.warning(
+                        "Writing %d events of turn %s failed (%s); retrying",
+                        len(events),
+                        turn_id,
+                        type(error).__name__,
+                    )
+                    kept.extend(events)
+                else:
+                    self._fail(turn_id, error)
+            except Exception as error:
+                self._fail(turn_id, error)
+            else:
+                written.extend(events)
+        return written, kept
+
+    def _fail(self, turn_id: int, error: Exception) -> None:
+        logger.error(
+            "The events of turn %s cannot be stored; failing the turn", turn_id, exc_info=error
+        )
+        message = (
+            "Part of this answer could not be saved: the database refused one of its events"
+            f" ({type(error).__name__}), so the answer was stopped."
+        )
+        self._failures[turn_id] = message
+        self._failing_since.pop(turn_id, None)
+        self._pending = [p for p in self._pending if p.turn_id != turn_id]
+        self._held = [p for p in self._held if p.turn_id != turn_id]
+        on_failure = self._on_failure.get(turn_id)
+        if on_failure is not None:
+            try:
+                on_failure(message)
+            except Exception:
+                logger.exception("Telling the run of turn %s to stop failed", turn_id)
+
+    async def _flush_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if self._held:  # wake for new events, or to retry the held ones when it is time
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), self._retry_at - loop.time())
+            else:
+                await self._wakeup.wait()
+            self._wakeup.clear()
+            # Let the batch fill until the relay's next tick: this is the frame-coalescing window.
+            # The paced streams read what reached them meanwhile at that same tick
+            # (chats.live.ticks), from buffers, without waiting; one more turn of the loop lets
+            # them append it first.
+            # A stream whose socket was read again late (a busy loop fires the tick with the
+            # early timer) has its bytes one turn later, when the loop polls: a second turn.
+            await self.ticks.wait()
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            try:
+                await self.flush()
+            except Exception:  # flush handles write errors; this is a bug, not a bad event
+                logger.exception("Flushing the event log failed")
+
+    async def close(self) -> None:
+        """Write what is pending, stop the flusher, and close the writer's database connection.
+
+        The server's shutdown calls this so that no write outlives it: a write still running on
+        the writer's thread after the loop has gone would race whatever the database sees next.
+        """
+        await self.flush()  # waits for a flush in progress, then writes anything left
+        # Events held back by a transient refusal are retried until they are written or their
+        # turns fail (TRANSIENT_GRACE), not dropped with the process.
+        loop = asyncio.get_running_loop()
+        while self._held:
+            await asyncio.sleep(max(0.0, self._retry_at - loop.time()))
+            await self.flush()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        await _close_writer_connection()
+
+
+def _write_now(batch: list[PendingEvent]) -> None:
+    """Insert the batch in one transaction: COPY on PostgreSQL, a few statements on SQLite.
+
+    Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
+    time, and that time is taken from every stream being read (the writer's thread shares the
+    GIL with the event loop). COPY costs 8 µs of CPU per row where executemany cost 21
+    (docs/PERFORMANCE.md). Both store the data as `strict_json` writes it: a value that slipped
+    past `storable_event` (NaN, say) is written as the token JSONField would send, refused by the
+    database, not quietly rewritten, and the turn fails alone.
+    """
+    db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
+    now = timezone.now()
+    table = db.ops.quote_name(TurnEvent._meta.db_table)
+    rows = [(p.turn_id, p.seq, p.event.type[:40], strict_json(p.data)) for p in batch]
+    # The raw connection's statements: wrap_database_errors gives their errors Django's classes,
+    # so a transient refusal is still an OperationalError, retried (DATABASE_FAILING), and a
+    # refused value an IntegrityError, which fails its turn.
+    with transaction.atomic(), db.wrap_database_errors:
+        if db.vendor == "postgresql":
+            copy_rows = f"COPY {table} {_COLUMNS} FROM STDIN"
+            with db.connection.cursor() as cursor, cursor.copy(copy_rows) as copy:
+                for row in rows:
+                    copy.write_row((*row, now))
+        else:
+            _insert_sqlite(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
+
+
+# SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,
+# so a batch is a few statements (one per SQLITE_ROWS rows, then one per bit of the rest's size)
+# and there are only eleven of them: each is prepared once and kept in the connection's
+# statement cache. A statement of a new size each time was parsed again each time, which cost as
+# much as the insert itself; executemany steps once a row, and each step hands the GIL back and
+# waits up to the switch interval (researchsite/asgi.py) to take it again while the event loop is
+# busy (a tick's 300 rows took 40-175 ms beside a busy thread). The data goes in as text, so the
+# column's JSON check still judges it. These statements go past Django's cursor, so its query log
+# (DEBUG) and execute wrappers do not see them.
+SQLITE_ROWS = 1024
+
+
+def _insert_sqlite(
+    raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
+) -> None:
+    # A build of SQLite may allow fewer variables than 1 + 4 * SQLITE_ROWS (999 before 3.32).
+    variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    largest = 1 << (max(1, min(SQLITE_ROWS, (variables - 1) // 4)).bit_length() - 1)
+    start = 0
+    while start < len(rows):
+        size = min(largest, 1 << ((len(rows) - start).bit_length() - 1))
+        values = chain.from_iterable(rows[start : start + size])
+        raw.execute(_sqlite_insert(table, size), [received_at, *values])
+        start += size
+
+
+@functools.cache
+def _sqlite_insert(table: str, size: int) -> str:
+    values = ",".join(["(?,?,?,?)"] * size)
+    return (
+        f"INSERT INTO {table} {_COLUMNS} SELECT column1, column2, column3, column4, ?"  # noqa: S608
+        f" FROM (VALUES {values})"
+    )
+
+
+_COLUMNS = "(turn_id, seq, type, data, received_at)"
+
+
+# The log writes on a thread (and database connection) of its own: a burst of asks or finishing
+# answers on the shared database thread must not hold back every stream's events, nor the
+# reverse. On SQLite (WAL, IMMEDIATE transactions) the two threads' writes then wait for each
+# other in SQLite's busy handler, a few milliseconds, rather than in one queue behind a burst:
+# at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "Wave 3").
+_writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-writer")
+_write = database_sync_to_async(_write_now, thread_sensitive=False, executor=_writer_thread)
+_close_writer_connection = database_sync_to_async(
+    connections.close_all, thread_sensitive=False, executor=_writer_thread
+)
+
+
+def _seq(pending: PendingEvent) -> int:
+    return pending.seq
+
+
+async def _publish(batch: list[PendingEvent]) -> None:
+    """One frame per turn for the whole tick, all sent together (one round trip on Redis)."""
+    by_turn: dict[int, list[PendingEvent]] = {}
+    for pending in batch:
+        by_turn.setdefault(pending.turn_id, []).append(pending)
+    frames = []
+    for turn_id, items in by_turn.items():
+        items.sort(key=_seq)  # held-back retries come first; a few items per turn per tick
+        views = [event_view(p.seq, p.event) for p in items]
+        frames.append((items[0].chat_id, turn_events(turn_id, views)))
+    await publish_to_chats(frames)
+
+
+# This event loop's log (tests run one loop each; servers run one).
+get_event_log = PerLoop(lambda: EventLog(get_ticks()))

@@ -1,0 +1,388 @@
+"""The websocket protocol between the chat page and the server: every frame, both directions.
+
+Browser → server: `ask`, `stop`, `sync`, validated by `parse_client_frame`.
+Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished` and `error`,
+each built by one function here and described by a TypedDict schema that
+`tests/chats/live/test_protocol.py` checks every built frame against.
+Between server processes: `turn.stop` on a turn's control group, `session.end` on a user's
+group, over the channel layer (`publish`).
+
+Frames for a chat's pages go through `publish_to_chats` (Zulip's `send_event`): each is encoded
+to JSON text here, once, and the relay (`relay.py`) carries the text to every page open on the
+chat, which forwards it unchanged. No other module knows how a frame is spelled or how it
+travels.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal, NotRequired, TypedDict
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from chats.agent.events import (
+    ActionEvent,
+    AgentEvent,
+    AnswerEvent,
+    ChartEvent,
+    CompleteEvent,
+    ErrorEvent,
+    LlmRetryEvent,
+    PlanningEvent,
+    ThinkingEvent,
+    ToolErrorEvent,
+    event_from_data,
+)
+from chats.answer import display
+from chats.answer.charts import chart_for_turn
+from chats.live.compact_json import compact_json
+from chats.live.relay import RelayFrame, get_relay
+from chats.run.options import OptionsError, QuestionOptions, parse_options
+
+# --- Groups ----------------------------------------------------------------------------------
+
+
+def control_group(turn_id: int) -> str:
+    """The run of one turn, in whichever process it lives: stop requests."""
+    return f"turn.{turn_id}.control"
+
+
+def user_group(user_id: int) -> str:
+    """Every socket of one user: closed together when the user logs out."""
+    return f"user.{user_id}"
+
+
+async def publish(group: str, message: dict[str, Any]) -> None:
+    """Send `message` to every member of `group`, in any process (stop requests, logouts)."""
+    await get_channel_layer().group_send(group, message)
+
+
+async def publish_to_chats(frames: list[tuple[int, ChatFrame]]) -> None:
+    """Send each (chat id, frame) to every page open on that chat, in any process, in order."""
+    await get_relay().publish([(chat_id, encode(frame)) for chat_id, frame in frames])
+
+
+async def publish_to_chat(chat_id: int, frame: ChatFrame) -> None:
+    await publish_to_chats([(chat_id, frame)])
+
+
+def encode(frame: ChatFrame) -> RelayFrame:
+    """The frame as the page receives it, once for every page; seqs kept beside it for order."""
+    text = compact_json(frame)
+    events = frame.get("events")
+    first, last = (events[0]["seq"], events[-1]["seq"]) if events else (0, 0)
+    return RelayFrame(frame["type"], frame["turn_id"], text, first, last)
+
+
+# --- Browser → server ------------------------------------------------------------------------
+
+EFFORTS = ("lite", "standard")
+LEAF = "leaf"  # ask: continue the visible branch
+MAX_SYNC_CURSORS = 200
+
+
+class ErrorCode(StrEnum):
+    """Why the server refused something; the page shows the frame's message."""
+
+    BAD_FRAME = "bad_frame"  # malformed, oversized, binary or invalid frame
+    TOO_MANY_SOCKETS = "too_many_sockets"  # WS_MAX_SOCKETS_PER_USER; the socket is closed
+    RATE_LIMITED = "rate_limited"  # WS_MAX_FRAMES_PER_SECOND; the frame was dropped
+    TURN_IN_PROGRESS = "turn_in_progress"  # this chat already has a streaming turn
+    TOO_MANY_TURNS = "too_many_turns"  # AGENT_MAX_CONCURRENT_TURNS across the user's chats
+    LOGGED_OUT = "logged_out"  # the user logged out; the socket is closed
+    UNAUTHENTICATED = "unauthenticated"  # no session; the socket is closed
+    NOT_FOUND = "not_found"  # no such chat for this user; the socket is closed
+    SERVER_ERROR = "server_error"  # our fault; the socket stays open
+
+
+class FrameError(ValueError):
+    """A frame from the browser that we refuse; the message is shown to the user."""
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.BAD_FRAME) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Ask:
+    message: str
+    research_effort: str
+    parent_turn_id: int | str | None  # LEAF, None (the start of the chat) or a turn id
+    restart: bool
+    options: QuestionOptions | None = None  # None: the chat's stored options
+
+
+@dataclass(frozen=True)
+class Stop:
+    turn_id: int
+
+
+@dataclass(frozen=True)
+class Sync:
+    cursors: dict[int, int]  # turn id -> the last seq the page has
+    newest_turn_id: int
+
+
+ClientFrame = Ask | Stop | Sync
+
+
+def decode_client_frame(text_data: str | None, bytes_data: bytes | None = None) -> ClientFrame:
+    """Return the typed frame of one websocket message, or raise FrameError."""
+    if text_data is None:
+        raise FrameError("Frames must be JSON text.")
+    if len(text_data.encode("utf-8", "surrogatepass")) > settings.WEBSOCKET_MAX_FRAME_BYTES:
+        raise FrameError(f"Frames are limited to {settings.WEBSOCKET_MAX_FRAME_BYTES} bytes.")
+    try:
+        data = json.loads(text_data)
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
+        raise FrameError("Frames must be JSON.") from error
+    return parse_client_frame(data)
+
+
+def parse_client_frame(data: Any) -> ClientFrame:
+    """Return the typed frame, or raise FrameError saying what is wrong with it."""
+    if not isinstance(data, dict):
+        raise FrameError("A frame must be a JSON object.")
+    kind = data.get("type")
+    if kind == "ask":
+        return _parse_ask(data)
+    if kind == "stop":
+        turn_id = data.get("turn_id")
+        if not _is_id(turn_id):
+            raise FrameError("stop needs a turn_id.")
+        return Stop(turn_id=turn_id)
+    if kind == "sync":
+        return _parse_sync(data)
+    raise FrameError("Unknown frame type.")
+
+
+def _parse_ask(data: dict[str, Any]) -> Ask:
+    message = data.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise FrameError("Write a question first.")
+    if len(message) > settings.MESSAGE_MAX_CHARS:
+        raise FrameError(f"Questions are limited to {settings.MESSAGE_MAX_CHARS} characters.")
+    if not _is_storable_text(message):
+        # JSON may escape what no database column stores (a lone surrogate, NUL).
+        raise FrameError("The question contains characters that cannot be sent.")
+    effort = data.get("research_effort", "standard")
+    if effort not in EFFORTS:
+        raise FrameError("research_effort must be 'lite' or 'standard'.")
+    parent = data.get("parent_turn_id", LEAF)
+    if parent is not None and parent != LEAF and not _is_id(parent):
+        raise FrameError("parent_turn_id must be a turn id, null or 'leaf'.")
+    restart = data.get("restart", False)
+    if not isinstance(restart, bool):
+        raise FrameError("restart must be true or false.")
+    options = None
+    if "options" in data:
+        try:
+            options = parse_options(data["options"])
+        except OptionsError as error:
+            raise FrameError(str(error)) from error
+    return Ask(
+        message=message,
+        research_effort=effort,
+        parent_turn_id=parent,
+        restart=restart,
+        options=options,
+    )
+
+
+def _parse_sync(data: dict[str, Any]) -> Sync:
+    cursors = data.get("cursors", {})
+    newest = data.get("newest_turn_id", 0)
+    if not isinstance(cursors, dict) or len(cursors) > MAX_SYNC_CURSORS:
+        raise FrameError(f"cursors must be an object of at most {MAX_SYNC_CURSORS} turns.")
+    parsed: dict[int, int] = {}
+    for key, seq in cursors.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not _is_count(seq):
+            raise FrameError("cursors maps turn ids to sequence numbers.")
+        parsed[int(key)] = seq
+    if not _is_count(newest):
+        raise FrameError("newest_turn_id must be a whole number.")
+    return Sync(cursors=parsed, newest_turn_id=newest)
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+def _is_storable_text(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
+# --- Server → browser: schemas -----------------------------------------------------------------
+
+
+class ActivityView(TypedDict):
+    text: str
+    kind: Literal["action", "quiet"]
+
+
+class EventView(TypedDict):
+    """What the page needs of one agent event; each field says what to do with it."""
+
+    seq: int
+    type: str  # the upstream type, for the page's own bookkeeping only
+    content: NotRequired[str]  # append to the answer preview
+    plan_html: NotRequired[str]  # replace the research plan box
+    activity: NotRequired[ActivityView]  # append to the activity list
+    status: NotRequired[str]  # replace the live status line
+    alert: NotRequired[str]  # show as an error banner in the turn
+    chart_html: NotRequired[str]  # append to the turn's charts (charts.js draws it)
+
+
+CardKind = Literal["turn.started", "turn.finished"]  # the frames that carry a turn's card
+
+
+class TurnCardFrame(TypedDict):
+    type: CardKind
+    turn_id: int
+    parent_id: int | None
+    status: str
+    html: str  # the turn's card as the page renders it now
+    chat_title: NotRequired[str]  # turn.started: the chat's heading, once it has one
+    page_title: NotRequired[str]  # turn.started: the browser tab's title
+
+
+class TurnEventsFrame(TypedDict):
+    type: Literal["turn.events"]
+    turn_id: int
+    events: list[EventView]
+
+
+class TurnNoticeFrame(TypedDict):
+    type: Literal["turn.notice"]
+    turn_id: int
+    label: str
+
+
+class ErrorFrame(TypedDict):
+    type: Literal["error"]
+    code: str  # an ErrorCode
+    message: str
+
+
+class TurnStopMessage(TypedDict):
+    """Control group only, never sent to a browser."""
+
+    type: Literal["turn.stop"]
+
+
+class SessionEndMessage(TypedDict):
+    """User group only: the consumer answers it with an error frame and a close."""
+
+    type: Literal["session.end"]
+
+
+ChatFrame = TurnCardFrame | TurnEventsFrame | TurnNoticeFrame  # what a chat's pages are sent
+
+SERVER_FRAMES: dict[str, type] = {
+    "turn.started": TurnCardFrame,
+    "turn.finished": TurnCardFrame,
+    "turn.events": TurnEventsFrame,
+    "turn.notice": TurnNoticeFrame,
+    "error": ErrorFrame,
+}
+INTERNAL_MESSAGES: dict[str, type] = {
+    "turn.stop": TurnStopMessage,
+    "session.end": SessionEndMessage,
+}
+
+
+# --- Server → browser: builders ----------------------------------------------------------------
+
+
+def turn_card(
+    kind: CardKind,
+    *,
+    turn_id: int,
+    parent_id: int | None,
+    status: str,
+    html: str,
+    chat_title: str = "",
+) -> TurnCardFrame:
+    frame = TurnCardFrame(type=kind, turn_id=turn_id, parent_id=parent_id, status=status, html=html)
+    if kind == "turn.started" and chat_title:
+        frame["chat_title"] = display.chat_heading(chat_title)
+        frame["page_title"] = display.page_title(chat_title)
+    return frame
+
+
+def turn_events(turn_id: int, events: list[EventView]) -> TurnEventsFrame:
+    return TurnEventsFrame(type="turn.events", turn_id=turn_id, events=events)
+
+
+def turn_notice(turn_id: int, label: str) -> TurnNoticeFrame:
+    return TurnNoticeFrame(type="turn.notice", turn_id=turn_id, label=label)
+
+
+def error(code: ErrorCode, message: str) -> ErrorFrame:
+    return ErrorFrame(type="error", code=str(code), message=message)
+
+
+def turn_stop() -> TurnStopMessage:
+    return TurnStopMessage(type="turn.stop")
+
+
+def session_end() -> SessionEndMessage:
+    return SessionEndMessage(type="session.end")
+
+
+def event_view(seq: int, event: AgentEvent) -> EventView:
+    """Return what the page needs of one event, live or replayed from the log."""
+    view = EventView(seq=seq, type=event.type)
+    if isinstance(event, AnswerEvent):
+        view["content"] = event.content
+        view["status"] = display.WRITING_STATUS
+    elif isinstance(event, ThinkingEvent):
+        view["status"] = display.THINKING_STATUS
+    elif isinstance(event, PlanningEvent):
+        view["plan_html"] = render_plan(event.title, event.steps)
+    elif isinstance(event, ActionEvent):
+        label = display.action_label(event.tool_name, event.tool_arguments)
+        view["activity"] = ActivityView(text=label, kind="action")
+        view["status"] = label
+    elif isinstance(event, ToolErrorEvent):
+        label = display.tool_error_label(event.tool_name, event.error)
+        view["activity"] = ActivityView(text=label, kind="quiet")
+    elif isinstance(event, LlmRetryEvent):
+        view["activity"] = ActivityView(text=display.llm_retry_label(event.message), kind="quiet")
+    elif isinstance(event, ErrorEvent):
+        view["alert"] = event.error
+    elif isinstance(event, ChartEvent):
+        view["chart_html"] = render_charts([chart_for_turn(event)])
+    elif isinstance(event, CompleteEvent):
+        view["status"] = display.CITING_STATUS
+    return view
+
+
+def stored_event_view(seq: int, data: dict[str, Any]) -> EventView:
+    """The same view, for an event read back from the log."""
+    event = event_from_data(data)
+    return event_view(seq, event) if event else EventView(seq=seq, type="UNKNOWN")
+
+
+def render_charts(charts: list[dict[str, Any]]) -> str:
+    """Return charts (`chats.answer.charts.chart_for_turn`) as every page shows them."""
+    return render_to_string("chats/_charts.html", {"charts": charts})
+
+
+def render_plan(title: str, steps: list[dict[str, str]]) -> str:
+    """Return the research plan as both a streaming and a finished turn show it."""
+    return render_to_string("chats/_plan.html", {"title": title, "steps": steps})

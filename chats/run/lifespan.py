@@ -1,0 +1,70 @@
+"""ASGI lifespan: at start-up, recover turns orphaned by a dead process and queue the chats it
+left unindexed for search (looking again every few minutes while serving); at shutdown, end
+runs and leave nothing behind (no pending write, indexing pass, Redis listing, subscription or
+connection)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from django.db import connections
+
+from chats.agent.client import close_http_sessions
+from chats.agent.providers import preload_sdks
+from chats.library.search import get_search_index_queue
+from chats.live.event_log import get_event_log
+from chats.live.relay import close_relay
+from chats.run.asks import get_ask_batches
+from chats.run.runner import get_finish_batches, get_registry, sweep_orphans
+
+logger = logging.getLogger(__name__)
+
+
+async def lifespan_app(scope, receive, send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            # Recovery is a courtesy, not a condition of serving: a turn that cannot be
+            # recovered (or a database still starting) must not keep the site down. The
+            # heartbeat sweeps again every TURN_HEARTBEAT_SECONDS.
+            try:
+                await sweep_orphans()
+            except Exception:
+                logger.exception("Start-up recovery of orphaned turns failed; serving anyway")
+            search_index = get_search_index_queue()
+            try:  # chats a process that died had queued for the search index
+                await search_index.catch_up()
+            except Exception:
+                logger.exception("Looking for chats due for the search index failed")
+            search_index.keep_catching_up()  # and a batch that fails while serving
+            get_registry().ensure_heartbeat()
+            try:
+                await asyncio.to_thread(preload_sdks)
+            except Exception:
+                logger.exception("Loading a provider's SDK failed; it will load on first use")
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await shut_down()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def shut_down() -> None:
+    """End this process's runs, then finish the work they left, in the order it depends on."""
+    steps = [
+        get_ask_batches().close,  # asks being started become runs; no new ones start
+        get_registry().shutdown,  # each run records itself interrupted and flushes its events
+        get_finish_batches().close,  # what the runs stored is announced
+        get_event_log().close,
+        get_search_index_queue().drain,
+        close_http_sessions,  # every run has ended: their connections are idle
+        close_relay,
+        database_sync_to_async(connections.close_all),  # the shared database thread's
+    ]
+    for step in steps:
+        try:
+            await step()
+        except Exception:  # one failed step (say Redis gone) must not skip the others
+            logger.exception("Shutting down: %s failed", getattr(step, "__qualname__", step))

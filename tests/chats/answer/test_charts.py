@@ -1,0 +1,330 @@
+"""Charts: the spec sanitiser against hostile specs, placement, storage, live frames, export."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from chats.agent.events import ChartEvent, event_from_data
+from chats.agent.transcript import Transcript
+from chats.answer.charts import (
+    MAX_DATA_POINTS,
+    MAX_SPEC_BYTES,
+    MAX_STRING,
+    UnsafeSpec,
+    answer_block_at,
+    chart_for_turn,
+    markdown_tables,
+    sanitize_spec,
+)
+from chats.live.protocol import event_view
+
+ROWS = [{"company": "NVIDIA", "revenue": 75.4}, {"company": "Apple", "revenue": 140.2}]
+
+
+def bar_spec(**extra: Any) -> dict[str, Any]:
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": "Revenue",
+        "data": {"values": copy.deepcopy(ROWS)},
+        "mark": "bar",
+        "encoding": {
+            "x": {"field": "company", "type": "nominal"},
+            "y": {"field": "revenue", "type": "quantitative"},
+        },
+        **extra,
+    }
+
+
+def walk(value: Any):
+    """Every (key, value) pair at every depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key, item
+            yield from walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk(item)
+
+
+UNSAFE_KEYS = {"url", "href", "expr", "signal", "params", "usermeta", "config", "calculate"}
+
+
+def assert_inert(spec: dict[str, Any]) -> None:
+    keys = {key for key, _ in walk(spec)}
+    assert not keys & UNSAFE_KEYS, keys & UNSAFE_KEYS
+    assert not any(key.endswith("Expr") for key in keys)
+    text = json.dumps(spec)
+    assert "evil.example" not in text
+    assert '"image"' not in text
+
+
+# --- The sanitiser ---------------------------------------------------------------------------
+
+
+def test_a_plain_bar_chart_is_kept_as_drawn_minus_its_schema_url():
+    spec = sanitize_spec(bar_spec())
+    assert spec["mark"] == "bar" and spec["data"] == {"values": ROWS}
+    assert spec["encoding"]["y"] == {"field": "revenue", "type": "quantitative"}
+    assert "$schema" not in spec
+
+
+def test_remote_data_is_refused_whole():
+    spec = bar_spec(data={"url": "https://evil.example/data.json"})
+    with pytest.raises(UnsafeSpec, match="remote data"):
+        sanitize_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"values": ROWS, "url": "https://evil.example/x.csv"},  # both: the url is dropped
+        {"values": ROWS, "format": {"type": "csv"}, "name": "x"},
+    ],
+)
+def test_data_keeps_inline_values_only(data):
+    spec = sanitize_spec(bar_spec(data=data))
+    assert spec["data"] == {"values": ROWS}
+
+
+def test_url_anywhere_is_dropped():
+    spec = bar_spec(
+        layer=[
+            {
+                "data": {"values": ROWS, "url": "https://evil.example/layer.json"},
+                "mark": {"type": "point", "href": "https://evil.example/mark"},
+                "encoding": {
+                    "href": {"field": "link"},
+                    "url": {"field": "img"},
+                    "x": {"field": "company", "axis": {"url": "https://evil.example/axis"}},
+                },
+            }
+        ],
+        description={"nested": [{"deeper": {"url": "https://evil.example/deep"}}]},
+    )
+    cleaned = sanitize_spec(spec)
+    assert_inert(cleaned)
+    assert cleaned["layer"][0]["encoding"] == {"x": {"field": "company", "axis": {}}}
+
+
+def test_lookup_and_named_datasets_cannot_reach_remote_data():
+    spec = bar_spec(
+        datasets={"remote": {"url": "https://evil.example/d.json"}},
+        transform=[
+            {"lookup": "company", "from": {"data": {"url": "https://evil.example/l.json"}}},
+        ],
+    )
+    cleaned = sanitize_spec(spec)
+    assert_inert(cleaned)
+    assert cleaned.get("transform") == [] and "datasets" not in cleaned
+
+
+@pytest.mark.parametrize("mark", ["image", {"type": "image", "url": "https://evil.example/i.png"}])
+def test_image_marks_are_refused(mark):
+    with pytest.raises(UnsafeSpec, match="mark"):
+        sanitize_spec(bar_spec(mark=mark))
+
+
+def test_an_image_mark_hidden_in_a_layer_is_refused_too():
+    layer = {"mark": "image", "encoding": {"url": {"field": "u"}}}
+    with pytest.raises(UnsafeSpec):
+        sanitize_spec(bar_spec(layer=[layer]))
+
+
+def test_expressions_signals_and_params_are_removed():
+    spec = bar_spec(
+        params=[{"name": "p", "expr": "alert(1)", "bind": {"input": "range"}}],
+        transform=[
+            {"calculate": "alert(document.cookie)", "as": "x"},
+            {"filter": "datum.revenue > 0 || alert(1)"},
+            {"filter": {"field": "revenue", "gt": 0}},
+            {"filter": {"and": ["alert(1)"]}},
+            {"aggregate": [{"op": "sum", "field": "revenue", "as": "total"}]},
+        ],
+        encoding={
+            "x": {"field": "company", "type": "nominal", "axis": {"labelExpr": "alert(1)"}},
+            "y": {"field": "revenue", "type": "quantitative"},
+            "color": {"condition": {"test": "alert(1)", "value": "red"}, "value": "blue"},
+            "opacity": {"value": {"expr": "alert(1)"}},
+            "size": {"signal": "alert(1)"},
+        },
+        width={"signal": "alert(1)"},
+        usermeta={"embedOptions": {"loader": {"baseURL": "https://evil.example/"}}},
+        config={"loader": {"baseURL": "https://evil.example/"}},
+    )
+    cleaned = sanitize_spec(spec)
+    assert_inert(cleaned)
+    assert "alert" not in json.dumps(cleaned)
+    assert cleaned["transform"] == [
+        {"filter": {"field": "revenue", "gt": 0}},
+        {"aggregate": [{"op": "sum", "field": "revenue", "as": "total"}]},
+    ]
+    assert cleaned["encoding"]["color"] == {"value": "blue"}
+
+
+def test_top_level_keys_are_allow_listed():
+    spec = bar_spec(signals=[{"name": "s", "update": "alert(1)"}], marks=[], scales=[])
+    cleaned = sanitize_spec(spec)
+    assert set(cleaned) == {"title", "data", "mark", "encoding"}
+
+
+def test_huge_data_is_refused():
+    rows = [{"company": f"c{i}", "revenue": i} for i in range(MAX_DATA_POINTS + 1)]
+    with pytest.raises(UnsafeSpec, match="data points"):
+        sanitize_spec(bar_spec(data={"values": rows}))
+
+
+def test_data_points_are_counted_across_layers():
+    half = [{"a": i} for i in range(MAX_DATA_POINTS // 2 + 1)]
+    layers = [{"data": {"values": half}, "mark": "bar"}, {"data": {"values": half}, "mark": "bar"}]
+    with pytest.raises(UnsafeSpec, match="data points"):
+        sanitize_spec({"layer": layers})
+
+
+def test_a_huge_spec_is_refused_before_it_is_walked():
+    spec = bar_spec(description="x" * (MAX_SPEC_BYTES + 1))
+    with pytest.raises(UnsafeSpec, match="KB"):
+        sanitize_spec(spec)
+
+
+def test_strings_are_capped_and_script_stays_text():
+    title = "<script>alert(1)</script>" + "x" * (MAX_STRING * 2)
+    cleaned = sanitize_spec(bar_spec(title=title))
+    assert len(cleaned["title"]) == MAX_STRING
+    assert cleaned["title"].startswith("<script>")  # inert: drawn as SVG text, escaped in HTML
+
+
+def test_absurd_sizes_are_dropped():
+    cleaned = sanitize_spec(bar_spec(width=10**9, height={"step": 10**9}, padding=10**7))
+    assert "width" not in cleaned and cleaned["height"] == {} and "padding" not in cleaned
+    assert sanitize_spec(bar_spec(width=400, padding=5))["width"] == 400
+
+
+@pytest.mark.parametrize("spec", [None, "bar", [], {"title": "no marks"}, {"mark": 3}])
+def test_what_is_not_a_drawable_spec_is_refused(spec):
+    with pytest.raises(UnsafeSpec):
+        sanitize_spec(spec)
+
+
+def test_nesting_too_deep_is_refused():
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(100):
+        node["a"] = {}
+        node = node["a"]
+    with pytest.raises(UnsafeSpec, match="deeply"):
+        sanitize_spec(bar_spec(description=deep))
+
+
+def test_the_input_is_not_modified():
+    spec = bar_spec(params=[{"name": "p"}])
+    before = copy.deepcopy(spec)
+    sanitize_spec(spec)
+    assert spec == before
+
+
+# --- What a turn stores ------------------------------------------------------------------------
+
+
+def chart_event(**fields: Any) -> ChartEvent:
+    data = {
+        "type": "CHART",
+        "chart_id": "c1",
+        "title": "Revenue",
+        "chart_type": "bar",
+        "caption": "In US$ billion.",
+        "vega_lite_spec": bar_spec(),
+        "data_points": 2,
+        "start": 0,
+        "end": 5,
+        **fields,
+    }
+    event = event_from_data(data)
+    assert isinstance(event, ChartEvent)
+    return event
+
+
+def test_chart_events_round_trip_through_the_stored_schema():
+    event = chart_event()
+    assert event.data["vega_lite_spec"] == bar_spec() and event.data["end"] == 5
+    assert event_from_data(event.data) == event
+
+
+def test_bad_offsets_read_as_none():
+    event = chart_event(start="0", end=-4)
+    assert event.start is None and event.end is None
+
+
+def test_the_transcript_collects_charts_in_order():
+    transcript = Transcript.from_log(
+        [chart_event(chart_id="a").data, {"type": "ANSWER", "content": "x"}, chart_event().data]
+    )
+    assert [c.chart_id for c in transcript.charts] == ["a", "c1"]
+
+
+def test_a_safe_chart_keeps_its_spec_table_and_place():
+    answer = "First paragraph.\n\nSecond paragraph."
+    stored = chart_for_turn(chart_event(end=len("First paragraph.")), answer)
+    assert stored["spec"]["mark"] == "bar" and stored["note"] == ""
+    assert stored["table"] == {
+        "columns": ["company", "revenue"],
+        "rows": [["NVIDIA", "75.4"], ["Apple", "140.2"]],
+        "total": 2,
+    }
+    assert stored["block"] == 0
+    json.dumps(stored)  # JSON-safe for Turn.charts
+
+
+def test_an_unsafe_chart_keeps_its_table_and_says_why():
+    spec = bar_spec(data={"url": "https://evil.example/d.json"})
+    points = [{"company": "NVIDIA", "revenue": 1}]
+    stored = chart_for_turn(chart_event(vega_lite_spec=spec, data_points=points), "Answer.")
+    assert stored["spec"] is None
+    assert "remote data" in stored["note"] and "table" in stored["note"]
+    assert stored["table"]["rows"] == [["NVIDIA", "1"]]
+    assert "evil.example" not in json.dumps(stored)
+
+
+@pytest.mark.parametrize(
+    ("end", "block"),
+    [
+        (None, None),
+        (0, None),
+        (999, None),
+        (1, 0),  # "A"
+        (len("A\n\nB"), 1),
+        (len("A\n\nB\n\n"), 1),  # ends in the blank line after B: after B
+        (len("A\n\nB\n\n| x |\n| - |\n| 1 |"), 2),  # inside the table: after the table
+        (len("A\n\nB\n\n| x |\n| - |\n| 1 |\n\n- one\n- two"), 3),  # the list, whole
+    ],
+)
+def test_a_chart_goes_after_the_block_holding_its_end(end, block):
+    answer = "A\n\nB\n\n| x |\n| - |\n| 1 |\n\n- one\n- two"
+    assert answer_block_at(answer, end) == block
+
+
+def test_the_live_frame_carries_the_chart_escaped():
+    event = chart_event(title="<img src=x onerror=alert(1)>", caption="<script>x()</script>")
+    view = event_view(7, event)
+    html = view["chart_html"]
+    assert "<img src=x" not in html and "&lt;img src=x" in html
+    assert "<script>" not in html
+    assert "data-chart" in html and "data-spec=" in html
+
+
+def test_the_export_shows_each_chart_as_a_data_table():
+    stored = chart_for_turn(chart_event(title="Rev | 2027"), "Answer.")
+    text = markdown_tables([stored])
+    assert text.splitlines() == [
+        "**Chart: Rev \\| 2027**",
+        "",
+        "In US$ billion.",
+        "",
+        "| company | revenue |",
+        "| --- | --- |",
+        "| NVIDIA | 75.4 |",
+        "| Apple | 140.2 |",
+    ]

@@ -1,0 +1,128 @@
+"""Structured output: the table under the answer, and its CSV and JSON downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from http import HTTPStatus
+
+import pytest
+from django.urls import reverse
+
+from chats.answer.structured_output import structured_csv, structured_table
+from chats.models import Chat, Turn
+
+ROWS = [
+    {"company": "NVIDIA", "revenue": 75.4, "segments": ["data center", "gaming"]},
+    {"company": "Apple", "eps": 2.71, "meta": {"q": 1}},
+]
+
+
+def test_a_list_of_objects_is_rows_with_the_union_of_keys():
+    table = structured_table(ROWS)
+    assert table["columns"] == ["company", "revenue", "segments", "eps", "meta"]
+    assert table["rows"] == [
+        ["NVIDIA", "75.4", '["data center","gaming"]', "", ""],
+        ["Apple", "", "", "2.71", '{"q":1}'],
+    ]
+    assert table["pairs"] is False
+
+
+def test_an_object_is_key_value_pairs():
+    table = structured_table({"ticker": "NVDA", "beat": True, "growth": None})
+    assert table["pairs"] is True
+    assert table["rows"] == [["ticker", "NVDA"], ["beat", "true"], ["growth", ""]]
+
+
+@pytest.mark.parametrize("value", [None, [], {}])
+def test_nothing_is_no_table(value):
+    assert structured_table(value) is None
+
+
+def test_scalars_and_mixed_lists_are_one_value_column():
+    assert structured_table("text")["rows"] == [["text"]]
+    assert structured_table([1, {"a": 1}])["rows"] == [["1"], ['{"a":1}']]
+
+
+def test_csv_cells_cannot_run_as_spreadsheet_formulas():
+    value = [
+        {"=cmd": '=HYPERLINK("http://evil.example")', "b": "+1", "c": "-2", "d": "@SUM(A1)"},
+        {"=cmd": "plain", "b": "1", "c": "a-b", "d": "\tx"},
+    ]
+    rows = list(csv.reader(io.StringIO(structured_csv(value))))
+    assert rows[0] == ["'=cmd", "b", "c", "d"]
+    assert rows[1] == ['\'=HYPERLINK("http://evil.example")', "'+1", "'-2", "'@SUM(A1)"]
+    assert rows[2] == ["plain", "1", "a-b", "'\tx"]
+
+
+@pytest.mark.django_db
+class TestDownloads:
+    @pytest.fixture
+    def turn(self, chat):
+        return Turn.objects.create(
+            chat=chat, question="q", status="complete", answer_text="a", structured_output=ROWS
+        )
+
+    def url(self, turn, fmt):
+        return reverse("turn_structured_output", args=[turn.chat_id, turn.pk, fmt])
+
+    def test_the_owner_downloads_csv_and_json(self, client, user, turn):
+        client.force_login(user)
+        response = client.get(self.url(turn, "csv"))
+        assert response.status_code == HTTPStatus.OK
+        assert response["Content-Type"].startswith("text/csv")
+        assert "attachment" in response["Content-Disposition"]
+        assert response.content.decode().splitlines()[0] == "company,revenue,segments,eps,meta"
+        response = client.get(self.url(turn, "json"))
+        assert response["Content-Type"] == "application/json"
+        assert json.loads(response.content) == ROWS
+
+    def test_anyone_else_gets_404(self, client, other_user, turn):
+        client.force_login(other_user)
+        for fmt in ("csv", "json"):
+            assert client.get(self.url(turn, fmt)).status_code == HTTPStatus.NOT_FOUND
+
+    def test_a_turn_of_another_chat_or_format_is_404(self, client, user, turn):
+        client.force_login(user)
+        other_chat = Chat.objects.create(owner=user)
+        url = reverse("turn_structured_output", args=[other_chat.pk, turn.pk, "csv"])
+        assert client.get(url).status_code == HTTPStatus.NOT_FOUND
+        assert client.get(self.url(turn, "xml")).status_code == HTTPStatus.NOT_FOUND
+        empty = Turn.objects.create(chat=turn.chat, question="q2", status="complete")
+        assert client.get(self.url(empty, "csv")).status_code == HTTPStatus.NOT_FOUND
+
+    def test_logged_out_is_sent_to_login(self, client, turn):
+        response = client.get(self.url(turn, "csv"))
+        assert response.status_code == HTTPStatus.FOUND
+
+    def test_the_chat_page_shows_the_table_charts_and_usage(self, client, user, turn):
+        from chats.agent.events import event_from_data
+        from chats.answer.charts import chart_for_turn
+
+        chart = event_from_data(
+            {
+                "type": "CHART",
+                "title": "Rev <b>",
+                "vega_lite_spec": {"data": {"values": [{"a": 1}]}, "mark": "bar"},
+            }
+        )
+        turn.charts = [chart_for_turn(chart, "a")]
+        turn.consumption = [
+            {"type": "base", "input_tokens": 1234, "output_tokens": 567, "cached_tokens": 0},
+            {"type": "pro", "input_tokens": 0, "output_tokens": 0},
+        ]
+        turn.answer_html = "<p>a</p>"
+        turn.save()
+        client.force_login(user)
+        html = client.get(reverse("chat_detail", args=[turn.chat_id])).content.decode()
+        assert '<th scope="col">segments</th>' in html
+        assert self.url(turn, "csv") in html and self.url(turn, "json") in html
+        assert "Tokens: base 1,234 in / 567 out" in html and "pro 0" not in html
+        assert "Rev &lt;b&gt;" in html and "data-chart" in html
+
+    def test_the_export_has_the_table(self, client, user, turn):
+        client.force_login(user)
+        body = client.get(reverse("chat_export", args=[turn.chat_id])).content.decode()
+        assert "**Structured output**" in body
+        assert "| company | revenue | segments | eps | meta |" in body

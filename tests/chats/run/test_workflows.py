@@ -1,0 +1,262 @@
+"""Workflows: the list, the request body, a run end to end against the demo agent, resuming a
+dropped stream with its execution_id, and errors in plain words."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from http import HTTPStatus
+
+import httpx
+import pytest
+from django.test import AsyncClient
+from django.urls import reverse
+
+from chats.models import Chat, Turn, WorkflowTemplate
+from chats.run.workflows import WorkflowRequest, placeholders, workflow_url
+from demo_agent import DemoAgentApp
+from demo_agent.scripted import Drop, Reply, Stall, answer_stream
+from tests.servers import serve_asgi
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def delta(message: dict, execution_id: str = "exec-1", request_id: str = "req-1") -> bytes:
+    document = {"request_id": request_id, "execution_id": execution_id, "delta": message}
+    return b"data: " + json.dumps(document).encode() + b"\n\n"
+
+
+async def run_form(client: AsyncClient, **form) -> object:
+    return await client.post(reverse("workflow_run"), form)
+
+
+async def finished_turn(chat_id: int, timeout: float = 30) -> Turn:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        turn = await Turn.objects.filter(chat_id=chat_id).afirst()
+        if turn is not None and turn.is_finished:
+            return turn
+        assert asyncio.get_running_loop().time() < deadline, "the workflow did not finish"
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def web(user):
+    client = AsyncClient()
+    await client.aforce_login(user)
+    return client
+
+
+# --- Templates and the request --------------------------------------------------------------
+
+
+def test_placeholders_are_found_in_every_string_of_a_template():
+    template = {"prompt": "Risks for {{company}} in {{ year }}", "steps": [{"q": "{{company}}"}]}
+    assert placeholders(template) == ("company", "year")
+
+
+def test_the_request_sends_only_what_is_set():
+    assert WorkflowRequest(template="t1").payload() == {"template": "t1"}
+    full = WorkflowRequest(
+        template={"prompt": "x"},
+        input={"company": "NVIDIA"},
+        model_name="pro",
+        time_range="last_30_days",
+        execution_id="exec-9",
+    )
+    assert full.payload() == {
+        "template": {"prompt": "x"},
+        "input": {"company": "NVIDIA"},
+        "model_name": "pro",
+        "time_range": "last_30_days",
+        "execution_id": "exec-9",
+    }
+
+
+def test_the_workflow_url_sits_next_to_the_research_agent(settings):
+    settings.WORKFLOW_URL = ""
+    settings.RESEARCH_AGENT_URL = "https://agents.bigdata.com/v1/research-agent"
+    assert workflow_url() == "https://agents.bigdata.com/v1/workflow/execute"
+    settings.RESEARCH_AGENT_URL = f"http://127.0.0.1:8000{settings.DEMO_AGENT_PATH}"
+    assert workflow_url() == f"http://127.0.0.1:8000{settings.DEMO_WORKFLOW_PATH}"
+    settings.WORKFLOW_URL = "https://elsewhere.example/wf"
+    assert workflow_url() == "https://elsewhere.example/wf"
+
+
+def test_the_list_shows_configured_saved_and_demo_templates(client, user, other_user, settings):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-earnings-42"]
+    settings.DEMO_AGENT_ENABLED = True
+    WorkflowTemplate.objects.create(owner=user, name="My scan", template={"prompt": "{{ticker}}"})
+    WorkflowTemplate.objects.create(owner=other_user, name="Not mine", template={"prompt": "x"})
+    client.force_login(user)
+    html = client.get(reverse("workflow_list")).content.decode()
+    for shown in ("tmpl-earnings-42", "My scan", 'name="input_ticker"', "Earnings brief"):
+        assert shown in html
+    assert "Not mine" not in html
+    assert "last_24_hours" in html and "last_365_days" in html
+
+
+def test_saving_a_template_needs_a_json_object(client, user):
+    client.force_login(user)
+    response = client.post(reverse("workflow_save"), {"name": "X", "template": "[1]"})
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    response = client.post(reverse("workflow_save"), {"name": "X", "template": '{"prompt": "a"}'})
+    assert response.status_code == HTTPStatus.FOUND
+    assert WorkflowTemplate.objects.get(owner=user).template == {"prompt": "a"}
+
+
+# --- Runs -------------------------------------------------------------------------------------
+
+
+async def test_a_demo_workflow_runs_end_to_end(web, user, settings):
+    settings.DEMO_AGENT_ENABLED = True
+    settings.WORKFLOW_URL = ""
+    settings.AGENT_MAX_RETRIES = 0
+    settings.EVENT_FLUSH_INTERVAL = 0.01
+    with serve_asgi(DemoAgentApp("secret", pace=0)) as url:
+        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
+        response = await run_form(
+            web,
+            workflow="demo:demo.earnings_brief",
+            input_company="NVIDIA",
+            time_range="last_365_days",
+            model="pro",
+        )
+        assert response.status_code == HTTPStatus.FOUND
+        chat = await Chat.objects.aget(owner=user)
+        assert response["Location"] == reverse("chat_detail", args=[chat.pk])
+        turn = await finished_turn(chat.pk)
+    assert turn.status == Turn.Status.COMPLETE, turn.error
+    assert "NVIDIA" in turn.answer_text and "\n- " in turn.answer_text  # bullet points
+    assert "pro model" in turn.answer_text
+    assert turn.execution_id.startswith("exec-")
+    assert turn.workflow == {
+        "template": "demo.earnings_brief",
+        "input": {"company": "NVIDIA"},
+        "model_name": "pro",
+        "time_range": "last_365_days",
+    }
+
+
+async def test_missing_inputs_are_refused_before_anything_is_sent(web, user, settings, upstream):
+    settings.DEMO_AGENT_ENABLED = True
+    response = await run_form(web, workflow="demo:demo.risk_scan", input_company="  ")
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert "Fill in: company" in response.content.decode()
+    assert upstream.payloads == [] and not await Chat.objects.filter(owner=user).aexists()
+
+
+async def test_a_dropped_stream_resumes_with_its_execution_id(web, user, settings, upstream):
+    """The agent replays the execution from its start; nothing is shown twice."""
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    events = answer_stream("Revenue rose. Margins held.", pieces=4)
+    first = [delta(events[0]), delta(events[1]), delta(events[2]), Drop()]
+    upstream.queue(
+        Reply(body=first),
+        Reply(body=[delta(e, request_id="req-2") for e in events]),
+    )
+    response = await run_form(
+        web, workflow="id:tmpl-1", inputs_json='{"company": "NVIDIA"}', time_range="last_7_days"
+    )
+    assert response.status_code == HTTPStatus.FOUND
+    chat = await Chat.objects.aget(owner=user)
+    turn = await finished_turn(chat.pk)
+    assert turn.status == Turn.Status.COMPLETE, turn.error
+    assert turn.answer_text == "Revenue rose. Margins held."
+    assert [r.path for r in upstream.requests] == ["/v1/workflow/execute"] * 2
+    assert upstream.payloads[0] == {
+        "template": "tmpl-1",
+        "input": {"company": "NVIDIA"},
+        "time_range": "last_7_days",
+    }
+    assert upstream.payloads[1] == {**upstream.payloads[0], "execution_id": "exec-1"}
+    assert turn.execution_id == "exec-1"
+    assert await turn.events.acount() == len(events)
+
+
+async def test_a_resume_that_goes_on_from_where_it_was_is_kept_whole(web, user, settings, upstream):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    events = answer_stream("Revenue rose. Margins held.", pieces=4)
+    upstream.queue(
+        Reply(body=[delta(events[0]), delta(events[1]), Drop()]),
+        Reply(body=[delta(e) for e in events[2:]]),
+    )
+    await run_form(web, workflow="id:tmpl-1")
+    turn = await finished_turn((await Chat.objects.aget(owner=user)).pk)
+    assert turn.status == Turn.Status.COMPLETE, turn.error
+    assert turn.answer_text == "Revenue rose. Margins held."
+
+
+async def test_a_stall_resumes_too(web, user, settings, upstream):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    settings.AGENT_IDLE_TIMEOUT = 2.0
+    events = answer_stream("Fine.", pieces=1)
+    upstream.queue(
+        Reply(body=[delta(events[0]), Stall()]),
+        Reply(body=[delta(e) for e in events]),
+    )
+    await run_form(web, workflow="id:tmpl-1")
+    turn = await finished_turn((await Chat.objects.aget(owner=user)).pk)
+    assert turn.status == Turn.Status.COMPLETE, turn.error
+    assert upstream.payloads[1]["execution_id"] == "exec-1"
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "expected"),
+    [
+        (409, "persistence mismatch", "persistence mismatch"),
+        (404, "Template not found", "Template not found"),
+        (403, "Not entitled", "Your API key is not entitled to the pro model."),
+    ],
+)
+async def test_errors_become_clear_turn_messages(
+    web, user, settings, upstream, status, detail, expected
+):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    upstream.queue(Reply.error(status, detail))
+    await run_form(web, workflow="id:tmpl-1", model="pro")
+    turn = await finished_turn((await Chat.objects.aget(owner=user)).pk)
+    assert turn.status == Turn.Status.FAILED
+    assert expected in turn.error
+
+
+async def test_a_409_on_resume_says_to_run_it_again(web, user, settings, upstream):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    events = answer_stream("Fine.", pieces=2)
+    upstream.queue(Reply(body=[delta(events[0]), Drop()]), Reply.error(409, "persistence mismatch"))
+    await run_form(web, workflow="id:tmpl-1")
+    turn = await finished_turn((await Chat.objects.aget(owner=user)).pk)
+    assert turn.status == Turn.Status.FAILED
+    assert "Run the workflow again" in turn.error
+
+
+# --- The demo agent's endpoint ------------------------------------------------------------------
+
+
+def test_the_demo_agent_replays_an_execution_on_resume():
+    with serve_asgi(DemoAgentApp("secret", pace=0)) as url:
+        endpoint = f"{url}/v1/workflow/execute"
+        body = {"template": "demo.risk_scan", "input": {"company": "Tesla"}}
+        with httpx.stream("POST", endpoint, json=body, timeout=30) as response:
+            assert response.status_code == HTTPStatus.OK
+            lines = response.iter_lines()
+            seen = []
+            for line in lines:
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+                if len(seen) == 3:
+                    break  # leave mid-stream
+        execution_id = seen[0]["execution_id"]
+        assert all(set(e) == {"request_id", "execution_id", "delta"} for e in seen)
+        resumed = httpx.post(endpoint, json={**body, "execution_id": execution_id}, timeout=30)
+        replay = [json.loads(x[6:]) for x in resumed.text.splitlines() if x.startswith("data: ")]
+        assert [e["delta"] for e in replay[:3]] == [e["delta"] for e in seen]
+        assert replay[-1]["delta"]["type"] == "COMPLETE"
+        assert {e["execution_id"] for e in replay} == {execution_id}
+        assert replay[0]["request_id"] != seen[0]["request_id"]
+        other = {"template": "demo.earnings_brief", "execution_id": execution_id}
+        assert httpx.post(endpoint, json=other, timeout=30).status_code == HTTPStatus.CONFLICT
+        unknown = {"execution_id": "exec-nope"}
+        assert httpx.post(endpoint, json=unknown, timeout=30).status_code == HTTPStatus.NOT_FOUND
+        missing = {"template": "demo.risk_scan"}
+        assert httpx.post(endpoint, json=missing, timeout=30).status_code == 422
