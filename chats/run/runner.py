@@ -24,6 +24,7 @@ from django.template.loader import render_to_string
 from chats.agent.client import AgentError, AgentRequest
 from chats.agent.events import AgentEvent, AnswerEvent
 from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
+from chats.agent.redaction import StreamRedaction
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.library.search import get_search_index_queue
@@ -95,6 +96,7 @@ class TurnRun:
         self.began = False  # run() was entered: from then on it records how it ended
         self.finishing = False
         self.sanitized_events = 0
+        self.redaction = StreamRedaction()  # the configured secrets, masked in every event
         self.answer_chars = 0
         self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS  # read again as the run begins
         self.task: asyncio.Task | None = None
@@ -175,22 +177,13 @@ class TurnRun:
                         idle_until = min(loop.time() + idle, ends_at)
                         if idle_until - (deadline.when() or 0.0) >= slack:
                             deadline.reschedule(idle_until)
-                        seq += 1
-                        if seq > max_events:
-                            raise TurnLimitReached(
-                                f"The answer passed the limit of {max_events:,}"
-                                " events and was stopped there."
-                            )
                         event, data, replaced = storable_event(event)
                         self.sanitized_events += replaced
-                        event, data, cut = self._within_answer_limit(event, data)
-                        self.transcript.apply(event)
-                        log.append(self.chat_id, self.turn_id, seq, event, data)
-                        if cut:
-                            raise TurnLimitReached(
-                                "The answer passed the limit of"
-                                f" {self.max_answer_chars:,} characters and was cut off there."
-                            )
+                        # Secrets masked before anything stores, relays or shows the event.
+                        for masked, masked_data in self.redaction.events(event, data):
+                            seq = self._take(log, seq, max_events, masked, masked_data)
+                    for held, held_data in self.redaction.flush():  # the answer's held-back end
+                        seq = self._take(log, seq, max_events, held, held_data)
         except TimeoutError as error:
             if loop.time() >= ends_at - slack:
                 raise TurnLimitReached(
@@ -200,6 +193,26 @@ class TurnRun:
                 f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",
                 kind="stalled",
             ) from error
+
+    def _take(
+        self, log: EventLog, seq: int, max_events: int, event: AgentEvent, data: dict[str, Any]
+    ) -> int:
+        """Fold one event into the transcript and the log, within the site's limits; return its
+        seq."""
+        seq += 1
+        if seq > max_events:
+            raise TurnLimitReached(
+                f"The answer passed the limit of {max_events:,} events and was stopped there."
+            )
+        event, data, cut = self._within_answer_limit(event, data)
+        self.transcript.apply(event)
+        log.append(self.chat_id, self.turn_id, seq, event, data)
+        if cut:
+            raise TurnLimitReached(
+                "The answer passed the limit of"
+                f" {self.max_answer_chars:,} characters and was cut off there."
+            )
+        return seq
 
     def _within_answer_limit(
         self, event: AgentEvent, data: dict[str, Any]
@@ -256,6 +269,7 @@ class TurnRun:
         log.forget(self.turn_id)
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
+        error = self.redaction.redactor.text(error)  # a client's error may quote the agent
 
         end = TurnEnd(
             turn_id=self.turn_id,
