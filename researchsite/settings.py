@@ -319,7 +319,7 @@ WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
 
-# --- Secrets in logs, client addresses, sign-in throttling across addresses ------------------
+# --- Secrets in logs, client addresses, sign-in throttling, private responses ---------------
 # Every log line and traceback has the configured secrets masked (chats/agent/redaction.py).
 LOGGING["filters"] = {"redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"}}
 LOGGING["handlers"]["console"]["filters"] = ["redact_secrets"]
@@ -330,6 +330,8 @@ FORWARDED_ALLOW_IPS = env.str("FORWARDED_ALLOW_IPS", default="")
 # A request whose client address is not an IP address (a proxy passed on a forged header) is
 # answered 400 before anything stores that address.
 MIDDLEWARE.insert(0, "researchsite.lockout.client_address_middleware")
+# Pages and downloads carry `Cache-Control: no-store` unless their view sets its own.
+MIDDLEWARE.insert(1, "researchsite.no_store.no_store_middleware")
 # Failed sign-ins for one username from all addresses together before that username is locked
 # out (for LOGIN_LOCKOUT_MINUTES, like a username and address pair): guesses spread over many
 # addresses stop too. Higher than LOGIN_FAILURE_LIMIT: anyone can spend it for a username.
