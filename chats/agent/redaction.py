@@ -40,12 +40,14 @@ SECRET_SETTINGS = (
 # Shorter values are not masked: a three-letter "secret" would mask ordinary words.
 MIN_SECRET_CHARS = 8
 # The shapes of provider keys (OpenAI and Anthropic `sk-…`, xAI `xai-…`, Google `AIza…`), masked
-# even when they are not ours: a key a model repeats should not be published either.
-KEY_SHAPES = (
-    r"\bsk-[A-Za-z0-9_-]{20,}",
-    r"\bxai-[A-Za-z0-9_-]{20,}",
-    r"\bAIza[0-9A-Za-z_-]{35}",
-)
+# even when they are not ours: a key a model repeats should not be published either. Each
+# starts with its marker, which is looked for first (a substring test costs far less than the
+# pattern, and most text holds none).
+KEY_SHAPES = {
+    "sk-": r"\bsk-[A-Za-z0-9_-]{32,}",
+    "xai-": r"\bxai-[A-Za-z0-9_-]{32,}",
+    "AIza": r"\bAIza[0-9A-Za-z_-]{35}",
+}
 # `api_key=…`, `Authorization: Bearer …`: the value after a secret's name, in error text, where
 # an upstream may echo its request. Not applied to answers, where "token: …" is ordinary prose.
 _NAMED_SECRET = re.compile(
@@ -91,12 +93,30 @@ class Redactor:
 
     def __init__(self, secrets: tuple[str, ...]) -> None:
         self.secrets = secrets
-        alternatives = [re.escape(secret) for secret in secrets] + list(KEY_SHAPES)
+        alternatives = [re.escape(secret) for secret in secrets] + list(KEY_SHAPES.values())
         self._pattern = re.compile("|".join(alternatives))
+        self._markers = (*secrets, *KEY_SHAPES)
+        # Every proper prefix of a secret, by its last character, longest first: the prefixes
+        # a text could end with are those ending with its own last character.
+        self._prefixes_by_last: dict[str, list[str]] = {}
+        for secret in secrets:
+            for end in range(1, len(secret)):
+                self._prefixes_by_last.setdefault(secret[end - 1], []).append(secret[:end])
+        for prefixes in self._prefixes_by_last.values():
+            prefixes.sort(key=len, reverse=True)
 
     def text(self, text: str) -> str:
         """`text` with every secret and key shape masked, its length unchanged."""
+        if not self.has_marker(text):
+            return text
         return self._pattern.sub(lambda match: mask(match[0]), text)
+
+    def has_marker(self, text: str) -> bool:
+        """Whether `text` holds a secret or a key shape's marker (else nothing in it is masked)."""
+        for marker in self._markers:  # noqa: SIM110 (a loop: no generator for every delta)
+            if marker in text:
+                return True
+        return False
 
     def error_text(self, text: str) -> str:
         """Error text: also the value after a secret's name (`api_key=…`, `Bearer …`)."""
@@ -124,15 +144,10 @@ class Redactor:
 
     def held_back(self, text: str) -> int:
         """How many of `text`'s last characters could be the start of a secret (0: none)."""
-        longest = 0
-        for secret in self.secrets:
-            start = max(len(text) - len(secret) + 1, 0)
-            while (start := text.find(secret[0], start)) >= 0:
-                if secret.startswith(text[start:]):
-                    longest = max(longest, len(text) - start)
-                    break
-                start += 1
-        return longest
+        for prefix in self._prefixes_by_last.get(text[-1:], ()):
+            if text.endswith(prefix):
+                return len(prefix)
+        return 0
 
 
 class StreamRedaction:
@@ -169,13 +184,18 @@ class StreamRedaction:
     def _answer(
         self, event: AnswerEvent, data: dict[str, Any]
     ) -> list[tuple[AgentEvent, dict[str, Any]]]:
-        held = self.pending.content if self.pending is not None else ""
-        text = self.redactor.text(held + event.content)
-        keep = self.redactor.held_back(text) if self.redactor.secrets else 0
+        redactor = self.redactor
+        if self.pending is None:
+            content = event.content
+            if not redactor.has_marker(content) and not redactor.held_back(content):
+                return [(event, data)]  # nothing to mask or hold: the event as it came
+            held = ""
+        else:
+            held = self.pending.content
+        text = redactor.text(held + event.content)
+        keep = redactor.held_back(text)
         ready_text, tail = text[: len(text) - keep], text[len(text) - keep :]
         self.pending = AnswerEvent(content=tail, chat_id=event.chat_id) if tail else None
-        if not held and ready_text == event.content:
-            return [(event, data)]  # nothing masked or held: the event as it came
         if not ready_text:
             return []
         delta = AnswerEvent(content=ready_text, chat_id=event.chat_id)

@@ -97,6 +97,7 @@ class TurnRun:
         self.finishing = False
         self.sanitized_events = 0
         self.redaction = StreamRedaction()  # the configured secrets, masked in every event
+        self.seq = 0  # events taken into the transcript and the log
         self.answer_chars = 0
         self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS  # read again as the run begins
         self.task: asyncio.Task | None = None
@@ -168,7 +169,7 @@ class TurnRun:
         slack = min(1.0, idle / 10)
         max_events = settings.AGENT_MAX_EVENTS  # read once: a settings lookup per event adds up
         self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS
-        seq = 0
+        self.seq = 0
         try:
             async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as deadline:
                 self._deadline = deadline
@@ -181,10 +182,9 @@ class TurnRun:
                         self.sanitized_events += replaced
                         # Secrets masked before anything stores, relays or shows the event.
                         for masked, masked_data in self.redaction.events(event, data):
-                            seq = self._take(log, seq, max_events, masked, masked_data)
-                    for held, held_data in self.redaction.flush():  # the answer's held-back end
-                        seq = self._take(log, seq, max_events, held, held_data)
+                            self._take(log, max_events, masked, masked_data)
         except TimeoutError as error:
+            self._take_held(log, max_events)
             if loop.time() >= ends_at - slack:
                 raise TurnLimitReached(
                     f"The answer took longer than {_duration_text(max_seconds)} and was stopped."
@@ -193,26 +193,33 @@ class TurnRun:
                 f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",
                 kind="stalled",
             ) from error
+        except AgentError:
+            self._take_held(log, max_events)  # a cut-off answer keeps all that arrived
+            raise
+        self._take_held(log, max_events)
 
     def _take(
-        self, log: EventLog, seq: int, max_events: int, event: AgentEvent, data: dict[str, Any]
-    ) -> int:
-        """Fold one event into the transcript and the log, within the site's limits; return its
-        seq."""
-        seq += 1
-        if seq > max_events:
+        self, log: EventLog, max_events: int, event: AgentEvent, data: dict[str, Any]
+    ) -> None:
+        """Fold one event into the transcript and the log, within the site's limits."""
+        self.seq += 1
+        if self.seq > max_events:
             raise TurnLimitReached(
                 f"The answer passed the limit of {max_events:,} events and was stopped there."
             )
         event, data, cut = self._within_answer_limit(event, data)
         self.transcript.apply(event)
-        log.append(self.chat_id, self.turn_id, seq, event, data)
+        log.append(self.chat_id, self.turn_id, self.seq, event, data)
         if cut:
             raise TurnLimitReached(
                 "The answer passed the limit of"
                 f" {self.max_answer_chars:,} characters and was cut off there."
             )
-        return seq
+
+    def _take_held(self, log: EventLog, max_events: int) -> None:
+        """Take the end of the answer the redaction held back (it could have begun a secret)."""
+        for held, held_data in self.redaction.flush():
+            self._take(log, max_events, held, held_data)
 
     def _within_answer_limit(
         self, event: AgentEvent, data: dict[str, Any]

@@ -17,7 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from chats.models import Turn
-from demo_agent.scripted import Reply, answer_stream
+from demo_agent.scripted import DEFAULT_CHAT_ID, Drop, Reply, answer_stream
+from demo_agent.wire import sse_event
 from tests.chats.conftest import events_of
 from tests.servers import serve_asgi
 
@@ -155,3 +156,20 @@ def every_view(user, chat) -> dict[str, str]:
     reader.force_login(type(user).objects.create_user("reader", password="pw-reader-123"))
     found["share"] = reader.get(reverse("chat_shared", args=[token])).content.decode()
     return found
+
+
+async def test_an_answer_cut_off_keeps_the_end_held_back_for_a_possible_secret(
+    connect, user, chat, upstream, settings
+):
+    """The end of a delta that could begin a secret waits for the next event; when the stream
+    drops instead, that end is still kept, as all of an interrupted answer is."""
+    key = settings.BIGDATA_API_KEY
+    answer = {"type": "ANSWER", "message_id": "a", "content": f"Cut off at {key[:6]}"}
+    upstream.queue(Reply(body=[sse_event(DEFAULT_CHAT_ID, answer), Drop()]))
+    client = await connect(user, chat)
+    await client.send({"type": "ask", "message": "Which key?", "research_effort": "lite"})
+    finished = (await client.receive_until("turn.finished"))[-1]
+
+    assert finished["status"] == "interrupted"
+    turn = await Turn.objects.aget(chat=chat)
+    assert turn.answer_text == f"Cut off at {key[:6]}"
