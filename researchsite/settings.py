@@ -323,6 +323,8 @@ DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
 # Every log line and traceback has the configured secrets masked (chats/agent/redaction.py).
 LOGGING["filters"] = {"redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"}}
 LOGGING["handlers"]["console"]["filters"] = ["redact_secrets"]
+# uvicorn logs an application's exceptions through handlers of its own, not the console above.
+LOGGING["loggers"]["uvicorn.error"] = {"filters": ["redact_secrets"]}
 # The proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (comma-separated addresses,
 # uvicorn's setting of the same name; `*` for any). Empty: none, so no header a client writes
 # changes the address sign-in lock-outs count by (researchsite/serve.py).
