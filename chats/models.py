@@ -221,6 +221,8 @@ class ChatShare(models.Model):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="shares")
     token = models.CharField(max_length=64, unique=True)
     leaf_turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="+")
+    # The chat's title when shared: part of the snapshot, so a rename shows only once shared again.
+    title = models.CharField(max_length=200, blank=True, default="")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
     )

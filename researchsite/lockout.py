@@ -1,15 +1,30 @@
-"""The page a locked-out sign-in gets (django-axes calls `lockout_response`), site or admin."""
+"""Sign-in throttling around django-axes: the client's address it counts by, the per-username
+cap, and the page a locked-out sign-in gets (site or admin).
+
+The client's address is REMOTE_ADDR, which uvicorn sets: from a proxy's X-Forwarded-For only
+when the connection comes from an address in FORWARDED_ALLOW_IPS (researchsite/serve.py),
+otherwise the connection's own address. So no header a client writes picks its address.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from http import HTTPStatus
 
-from axes.helpers import get_cool_off
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from axes.attempts import get_cool_off_threshold
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
+from django.conf import settings
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Sum
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
+
+UNREADABLE_ADDRESS = "Your network address could not be read, so this request was refused."
 
 
 def lockout_response(
@@ -23,3 +38,63 @@ def lockout_response(
     else:
         template = "registration/locked_out.html"
     return render(request, template, context, status=HTTPStatus.TOO_MANY_REQUESTS)
+
+
+class LoginFailureHandler(AxesDatabaseHandler):
+    """Axes' database handler, with a second cap: failures for one username from every address
+    together (LOGIN_FAILURE_LIMIT_PER_USERNAME), so guesses spread over many addresses stop too.
+
+    Axes counts by its lockout parameters against one limit (LOGIN_FAILURE_LIMIT, per username
+    and address); the username's own count has a higher limit of its own, since anyone may
+    fail sign-ins for a username and so lock its owner out for the cool-off.
+    """
+
+    def get_failures(self, request, credentials=None) -> int:
+        failures = super().get_failures(request, credentials)
+        username = get_client_username(request, credentials)
+        if not username:
+            return failures
+        across_addresses = (
+            AccessAttempt.objects.filter(
+                username=username, attempt_time__gte=get_cool_off_threshold(request)
+            ).aggregate(total=Sum("failures_since_start"))["total"]
+            or 0
+        )
+        if across_addresses >= settings.LOGIN_FAILURE_LIMIT_PER_USERNAME:
+            return max(failures, settings.AXES_FAILURE_LIMIT)  # as locked as a pair at its limit
+        return failures
+
+
+def client_address_middleware(get_response):
+    """Answer 400 when the client's address is not an IP address.
+
+    A trusted proxy passes on whatever X-Forwarded-For it was given; the address is stored with
+    each failed sign-in, in a column PostgreSQL types as `inet` (a 500, without this check).
+    """
+
+    def refused(request: HttpRequest) -> HttpResponse | None:
+        address = request.META.get("REMOTE_ADDR")
+        if not address:  # a Unix socket: no address at all, which axes stores as NULL
+            return None
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            return HttpResponseBadRequest(UNREADABLE_ADDRESS, content_type="text/plain")
+        return None
+
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return refused(request) or await get_response(request)
+
+        markcoroutinefunction(middleware)
+    else:
+
+        def middleware(request: HttpRequest) -> HttpResponse:
+            return refused(request) or get_response(request)
+
+    return middleware
+
+
+client_address_middleware.sync_capable = True
+client_address_middleware.async_capable = True

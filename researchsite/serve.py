@@ -1,7 +1,7 @@
 """The production server command, in one place: `python -m researchsite.serve --host H --port P`.
 
 `make run` and the tests start the site through this, so the uvicorn flags the site relies on
-cannot drift apart. Extra arguments are passed on to uvicorn (e.g. `--proxy-headers`).
+cannot drift apart. Extra arguments are passed on to uvicorn (e.g. `--workers 2`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,20 @@ def ws_max_size() -> int:
     return settings.WEBSOCKET_MAX_FRAME_BYTES + WS_MAX_SIZE_HEADROOM
 
 
+def proxy_args() -> list[str]:
+    """Trust X-Forwarded-For and X-Forwarded-Proto only from the proxies FORWARDED_ALLOW_IPS
+    names, and from no one when it is empty.
+
+    uvicorn's own default trusts them from 127.0.0.1: any local client could then pick its own
+    address, and sign-in lock-outs are counted per address (researchsite/lockout.py).
+    """
+    from django.conf import settings
+
+    if not settings.FORWARDED_ALLOW_IPS:
+        return ["--no-proxy-headers"]
+    return ["--proxy-headers", "--forwarded-allow-ips", settings.FORWARDED_ALLOW_IPS]
+
+
 def uvicorn_args(*, host: str, port: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Return uvicorn's command-line arguments for serving the site."""
     return [
@@ -30,6 +44,7 @@ def uvicorn_args(*, host: str, port: int, extra: list[str] | tuple[str, ...] = (
         *("--ws", "websockets-sansio"),
         *("--ws-per-message-deflate", "false"),  # see docs/PERFORMANCE.md
         *("--ws-max-size", str(ws_max_size())),
+        *proxy_args(),
         "--no-access-log",
         *extra,
     ]

@@ -169,8 +169,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # another user on that address may sign in
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "researchsite.lockout.lockout_response"
-# The client address is REMOTE_ADDR: behind a proxy, uvicorn --proxy-headers puts the real one
-# there (from X-Forwarded-For, trusted only from --forwarded-allow-ips), so no django-ipware.
+# The client address is REMOTE_ADDR: behind a proxy, uvicorn puts the real one there (from
+# X-Forwarded-For, trusted only from FORWARDED_ALLOW_IPS, below), so no django-ipware.
 
 
 def csp_hash(source: str) -> str:
@@ -318,3 +318,24 @@ WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
 WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
+
+# --- Secrets in logs, client addresses, sign-in throttling, private responses ---------------
+# Every log line and traceback has the configured secrets masked (chats/agent/redaction.py).
+LOGGING["filters"] = {"redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"}}
+LOGGING["handlers"]["console"]["filters"] = ["redact_secrets"]
+# uvicorn logs an application's exceptions through handlers of its own, not the console above.
+LOGGING["loggers"]["uvicorn.error"] = {"filters": ["redact_secrets"]}
+# The proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (comma-separated addresses,
+# uvicorn's setting of the same name; `*` for any). Empty: none, so no header a client writes
+# changes the address sign-in lock-outs count by (researchsite/serve.py).
+FORWARDED_ALLOW_IPS = env.str("FORWARDED_ALLOW_IPS", default="")
+# A request whose client address is not an IP address (a proxy passed on a forged header) is
+# answered 400 before anything stores that address.
+MIDDLEWARE.insert(0, "researchsite.lockout.client_address_middleware")
+# Pages and downloads carry `Cache-Control: no-store` unless their view sets its own.
+MIDDLEWARE.insert(1, "researchsite.no_store.no_store_middleware")
+# Failed sign-ins for one username from all addresses together before that username is locked
+# out (for LOGIN_LOCKOUT_MINUTES, like a username and address pair): guesses spread over many
+# addresses stop too. Higher than LOGIN_FAILURE_LIMIT: anyone can spend it for a username.
+LOGIN_FAILURE_LIMIT_PER_USERNAME = env.int("LOGIN_FAILURE_LIMIT_PER_USERNAME", default=20)
+AXES_HANDLER = "researchsite.lockout.LoginFailureHandler"

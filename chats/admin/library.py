@@ -6,9 +6,12 @@ Reviewers read shares; only superusers delete one (its link then answers 404, li
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models.constants import LOOKUP_SEP
 
 from chats.admin.review import ReviewOnlyAdmin
 from chats.models import ChatShare
+
+EXACT_LOOKUPS = ([], ["exact"])  # `?token=…` and `?token__exact=…`
 
 
 @admin.register(ChatShare)
@@ -24,3 +27,13 @@ class ChatShareAdmin(ReviewOnlyAdmin):
     @admin.display(description="link")
     def token_hint(self, share: ChatShare) -> str:
         return f"…/shared/{share.token[:6]}…"
+
+    def lookup_allowed(self, lookup, value, request=None):
+        """The token is filtered by its whole value only (a 400 otherwise). Django's admin takes
+        any lookup on a model's own field from the querystring, and `?token__startswith=…` or
+        `?token__gte=…` would make the row count an oracle that spells a token out. (The user
+        list already refuses lookups on `password`: Django's UserAdmin does.)"""
+        field, *lookups = lookup.split(LOOKUP_SEP)
+        if field == "token" and lookups not in EXACT_LOOKUPS:
+            return False
+        return super().lookup_allowed(lookup, value, request)

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import json
 import logging
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields
 from typing import Any
@@ -33,6 +32,7 @@ from chats.agent.providers.attempts import (
     with_retries,
 )
 from chats.agent.providers.bigdata import BigdataAdapter
+from chats.agent.redaction import redact
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
 from chats.live.per_loop import PerLoop
 from chats.live.ticks import get_ticks
@@ -258,22 +258,3 @@ def _detail(response: httpx.Response) -> str:
                 parts.append(str(item))
         return "; ".join(parts)
     return str(detail) if detail is not None else ""
-
-
-_SECRET_LIKE = re.compile(
-    r"(?i)(x-api-key|api[_-]?key|authorization|bearer|token|secret)([\"'\s:=]+)([^\s\"',;]+)"
-)
-DETAIL_MAX_CHARS = 300
-
-
-def redact(text: str, *secrets: str) -> str:
-    """Return upstream error text safe to show: our secrets and key-like values masked, bounded.
-
-    An upstream may echo the request (headers included) in its error body.
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    text = _SECRET_LIKE.sub(lambda m: f"{m[1]}{m[2]}[redacted]", text)
-    text = " ".join(text.split())
-    return text if len(text) <= DETAIL_MAX_CHARS else text[: DETAIL_MAX_CHARS - 1] + "…"

@@ -1,4 +1,5 @@
-"""Export a chat's visible branch as JSON: each turn with its cited answer, references, sources."""
+"""Export a chat's visible branch as JSON: each turn with its cited answer, references, sources,
+charts and structured output (what the Markdown export holds too)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,15 @@ def export_chat_json(*, chat: Chat, turns: list[Turn]) -> dict[str, Any]:
                 "created_at": turn.created_at.isoformat(),
                 "finished_at": turn.finished_at.isoformat() if turn.finished_at else None,
                 **render_json(cited[turn.pk]),
+                "charts": [_chart(chart) for chart in turn.charts],
+                "structured_output": turn.structured_output,
             }
             for turn in turns
         ],
     }
+
+
+def _chart(chart: dict[str, Any]) -> dict[str, Any]:
+    """A chart as the turn stores it (its safe spec, or the note saying why it is not drawn, and
+    its data table), without `block`, which only places it on the page."""
+    return {key: value for key, value in chart.items() if key != "block"}

@@ -50,9 +50,10 @@ def chat_delete(*, chat: Chat) -> None:
 def chat_share(*, chat: Chat, user) -> ChatShare:
     """Share the visible branch as it is now; an existing link is moved to it, not replaced.
 
-    A share is a snapshot: it shows the branch up to its newest finished turn at the time of
-    sharing, however the chat goes on. Sharing again updates the same link, so a link that was
-    already sent keeps working (LibreChat PR #14712 broke links on update).
+    A share is a snapshot: it shows the branch up to its newest finished turn, under the chat's
+    title, as they were at the time of sharing, however the chat goes on. Sharing again updates
+    the same link, so a link that was already sent keeps working (LibreChat PR #14712 broke
+    links on update).
     """
     leaf = _newest_finished_turn(chat)
     if leaf is None:
@@ -60,11 +61,16 @@ def chat_share(*, chat: Chat, user) -> ChatShare:
     share = ChatShare.objects.select_for_update().active().filter(chat=chat).first()
     if share is None:
         return ChatShare.objects.create(
-            chat=chat, leaf_turn=leaf, created_by=user, token=secrets.token_urlsafe(24)
+            chat=chat,
+            leaf_turn=leaf,
+            title=chat.title,
+            created_by=user,
+            token=secrets.token_urlsafe(24),
         )
     share.leaf_turn = leaf
+    share.title = chat.title
     share.updated_at = timezone.now()
-    share.save(update_fields=["leaf_turn", "updated_at"])
+    share.save(update_fields=["leaf_turn", "title", "updated_at"])
     return share
 
 

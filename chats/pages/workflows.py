@@ -59,7 +59,7 @@ async def workflow_run(request: HttpRequest) -> HttpResponse:
         if choice.free_inputs and request.POST.get("inputs_json", "").strip():
             try:
                 inputs = json.loads(request.POST["inputs_json"])
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested past what it parses
                 raise WorkflowError("Inputs must be a JSON object of texts.") from None
             if not isinstance(inputs, dict):
                 raise WorkflowError("Inputs must be a JSON object of texts.")

@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema
 
+from chats.run.storable import nested_deeper_than
+
 MODELS = ("base", "pro")
 LIST_OPTIONS = ("entities_all_of", "entities_any_of", "entities_none_of", "sources", "tags")
 MAX_LIST_ITEMS = 20
@@ -205,11 +207,18 @@ def request_fields(options: QuestionOptions, schema: dict[str, Any] | None) -> d
 # --- Structured output schemas ------------------------------------------------------------------
 
 
+# Levels of objects and lists a schema may nest: ample for a table's rows (a real one uses 4-8),
+# and far from where the meta-schema validator's recursion would fail.
+MAX_SCHEMA_DEPTH = 32
+
+
 def check_output_schema(schema: Any) -> None:
     """Raise OptionsError unless `schema` is a JSON Schema whose top level is an object or a list
     of objects (PROTOCOL.md, `structured_output_schema`)."""
     if not isinstance(schema, dict):
         raise OptionsError("A schema must be a JSON object.")
+    if nested_deeper_than(schema, MAX_SCHEMA_DEPTH):  # before the validator recurses through it
+        raise OptionsError(f"A schema may nest at most {MAX_SCHEMA_DEPTH} levels of {{}} and [].")
     try:
         # jsonschema: the reference validator; checks the schema against the 2020-12 meta-schema.
         jsonschema.Draft202012Validator.check_schema(schema)

@@ -24,6 +24,7 @@ from django.template.loader import render_to_string
 from chats.agent.client import AgentError, AgentRequest
 from chats.agent.events import AgentEvent, AnswerEvent
 from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
+from chats.agent.redaction import StreamRedaction
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.library.search import get_search_index_queue
@@ -95,6 +96,8 @@ class TurnRun:
         self.began = False  # run() was entered: from then on it records how it ended
         self.finishing = False
         self.sanitized_events = 0
+        self.redaction = StreamRedaction()  # the configured secrets, masked in every event
+        self.seq = 0  # events taken into the transcript and the log
         self.answer_chars = 0
         self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS  # read again as the run begins
         self.task: asyncio.Task | None = None
@@ -166,7 +169,7 @@ class TurnRun:
         slack = min(1.0, idle / 10)
         max_events = settings.AGENT_MAX_EVENTS  # read once: a settings lookup per event adds up
         self.max_answer_chars = settings.AGENT_MAX_ANSWER_CHARS
-        seq = 0
+        self.seq = 0
         try:
             async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as deadline:
                 self._deadline = deadline
@@ -175,23 +178,13 @@ class TurnRun:
                         idle_until = min(loop.time() + idle, ends_at)
                         if idle_until - (deadline.when() or 0.0) >= slack:
                             deadline.reschedule(idle_until)
-                        seq += 1
-                        if seq > max_events:
-                            raise TurnLimitReached(
-                                f"The answer passed the limit of {max_events:,}"
-                                " events and was stopped there."
-                            )
                         event, data, replaced = storable_event(event)
                         self.sanitized_events += replaced
-                        event, data, cut = self._within_answer_limit(event, data)
-                        self.transcript.apply(event)
-                        log.append(self.chat_id, self.turn_id, seq, event, data)
-                        if cut:
-                            raise TurnLimitReached(
-                                "The answer passed the limit of"
-                                f" {self.max_answer_chars:,} characters and was cut off there."
-                            )
+                        # Secrets masked before anything stores, relays or shows the event.
+                        for masked, masked_data in self.redaction.events(event, data):
+                            self._take(log, max_events, masked, masked_data)
         except TimeoutError as error:
+            self._take_held(log, max_events)
             if loop.time() >= ends_at - slack:
                 raise TurnLimitReached(
                     f"The answer took longer than {_duration_text(max_seconds)} and was stopped."
@@ -200,6 +193,33 @@ class TurnRun:
                 f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",
                 kind="stalled",
             ) from error
+        except AgentError:
+            self._take_held(log, max_events)  # a cut-off answer keeps all that arrived
+            raise
+        self._take_held(log, max_events)
+
+    def _take(
+        self, log: EventLog, max_events: int, event: AgentEvent, data: dict[str, Any]
+    ) -> None:
+        """Fold one event into the transcript and the log, within the site's limits."""
+        self.seq += 1
+        if self.seq > max_events:
+            raise TurnLimitReached(
+                f"The answer passed the limit of {max_events:,} events and was stopped there."
+            )
+        event, data, cut = self._within_answer_limit(event, data)
+        self.transcript.apply(event)
+        log.append(self.chat_id, self.turn_id, self.seq, event, data)
+        if cut:
+            raise TurnLimitReached(
+                "The answer passed the limit of"
+                f" {self.max_answer_chars:,} characters and was cut off there."
+            )
+
+    def _take_held(self, log: EventLog, max_events: int) -> None:
+        """Take the end of the answer the redaction held back (it could have begun a secret)."""
+        for held, held_data in self.redaction.flush():
+            self._take(log, max_events, held, held_data)
 
     def _within_answer_limit(
         self, event: AgentEvent, data: dict[str, Any]
@@ -256,6 +276,7 @@ class TurnRun:
         log.forget(self.turn_id)
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
+        error = self.redaction.redactor.text(error)  # a client's error may quote the agent
 
         end = TurnEnd(
             turn_id=self.turn_id,

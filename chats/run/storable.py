@@ -98,6 +98,27 @@ def storable_message(data: dict[str, Any], raw: str | None) -> tuple[dict[str, A
     return kept, True
 
 
+def nested_deeper_than(value: Any, levels: int) -> bool:
+    """Return True when `value` nests lists and objects more than `levels` deep.
+
+    Iterative, so it answers for any depth json.loads can return (recursive code, jsonschema's
+    validator among it, exhausts Python's recursion limit a few hundred levels down).
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 class StorableEvent(NamedTuple):
     event: AgentEvent  # rebuilt from `data` when anything was replaced
     data: dict[str, Any]  # what the event log stores

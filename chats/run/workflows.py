@@ -29,6 +29,7 @@ from chats.agent.sse import StreamMessage
 from chats.answer import display
 from chats.models import Chat, Turn, WorkflowTemplate
 from chats.run.runner import TurnRun, get_registry, publish_turn_started
+from chats.run.storable import storable_text
 from chats.services import TurnStartError
 
 logger = logging.getLogger(__name__)
@@ -156,7 +157,15 @@ def workflow_request(
     for name, value in inputs.items():
         if not isinstance(name, str) or not isinstance(value, str) or len(value) > MAX_INPUT_CHARS:
             raise WorkflowError(f"Inputs are text of at most {MAX_INPUT_CHARS} characters.")
+        if storable_text(name)[1] or storable_text(value)[1]:
+            raise WorkflowError("The inputs contain characters that cannot be sent.")
         clean[name] = value.strip()
+    # All of it is sent upstream and stored as the turn's question: a question's limit applies.
+    if sum(len(name) + len(value) for name, value in clean.items()) > settings.MESSAGE_MAX_CHARS:
+        raise WorkflowError(
+            f"Inputs are limited to {settings.MESSAGE_MAX_CHARS} characters in all,"
+            " as a question is."
+        )
     missing = [name for name in choice.inputs if not clean.get(name)]
     if missing:
         raise WorkflowError(f"Fill in: {', '.join(missing)}.")

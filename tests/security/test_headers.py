@@ -6,8 +6,11 @@ from http import HTTPStatus
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
+from chats.library.services import chat_share
 from chats.models import Chat
+from tests.chats.library_factories import finished_turn
 from tests.security.conftest import fresh_site_settings
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +96,33 @@ def test_hsts_can_include_subdomains(monkeypatch):
         monkeypatch, SECURE_COOKIES="true", SECURE_HSTS_INCLUDE_SUBDOMAINS="true"
     )
     assert site.SECURE_HSTS_INCLUDE_SUBDOMAINS is True
+
+
+def test_private_pages_exports_and_the_share_page_are_not_stored(user):
+    """A shared computer's browser cache, or a proxy's, must not keep anyone's research."""
+    chat = Chat.objects.create(owner=user, title="Nickel")
+    turn = finished_turn(chat, "Is nickel tight?", "Yes.")
+    turn.structured_output = [{"metal": "nickel", "tonnes": 12}]
+    turn.save(update_fields=["structured_output"])
+    share = chat_share(chat=chat, user=user)
+    client = Client()
+    client.force_login(user)
+    paths = [
+        reverse("chat_list"),
+        reverse("chat_detail", args=[chat.pk]),
+        reverse("chat_search") + "?q=nickel",
+        reverse("chat_archived"),
+        reverse("output_schemas"),
+        reverse("workflow_list"),
+        reverse("chat_export", args=[chat.pk]),
+        reverse("chat_export_json", args=[chat.pk]),
+        reverse("chat_print", args=[chat.pk]),
+        reverse("turn_markdown", args=[chat.pk, turn.pk]),
+        reverse("turn_structured_output", args=[chat.pk, turn.pk, "csv"]),
+        reverse("turn_structured_output", args=[chat.pk, turn.pk, "json"]),
+        reverse("chat_shared", args=[share.token]),
+    ]
+    for path in paths:
+        response = client.get(path)
+        assert response.status_code == HTTPStatus.OK, path
+        assert "no-store" in response.headers.get("Cache-Control", ""), path

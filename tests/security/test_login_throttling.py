@@ -7,6 +7,7 @@ from datetime import timedelta
 from http import HTTPStatus
 
 import pytest
+from axes.models import AccessAttempt
 from django.test import AsyncClient, Client
 
 from tests.security.conftest import PASSWORD, fresh_site_settings
@@ -114,3 +115,44 @@ def test_the_limit_and_the_lock_out_come_from_the_environment(monkeypatch):
     site = fresh_site_settings(monkeypatch, LOGIN_FAILURE_LIMIT="3", LOGIN_LOCKOUT_MINUTES="2")
     assert site.AXES_FAILURE_LIMIT == 3
     assert site.AXES_COOLOFF_TIME.total_seconds() == 2 * 60
+
+
+def test_failures_for_one_username_from_many_addresses_lock_it_too(user, staff, settings):
+    """Guesses spread over addresses, each under the pair's limit, meet the username's cap."""
+    settings.LOGIN_FAILURE_LIMIT_PER_USERNAME = 8
+    for address in ("192.0.2.1", "192.0.2.2"):
+        for _ in range(4):  # one under the pair's limit of 5
+            sign_in(Client(REMOTE_ADDR=address), "site", "analyst", "wrong-password")
+
+    refused = sign_in(Client(REMOTE_ADDR="192.0.2.3"), "site", "analyst", PASSWORD)
+    assert refused.status_code == HTTPStatus.TOO_MANY_REQUESTS
+    assert LOCKED in refused.text
+    assert_signed_in(sign_in(Client(REMOTE_ADDR="192.0.2.3"), "admin", "reviewer", PASSWORD))
+
+
+def test_under_the_usernames_cap_other_addresses_still_sign_in(user, settings):
+    settings.LOGIN_FAILURE_LIMIT_PER_USERNAME = 8
+    for address in ("192.0.2.1", "192.0.2.2"):
+        for _ in range(3):
+            sign_in(Client(REMOTE_ADDR=address), "site", "analyst", "wrong-password")
+    assert_signed_in(sign_in(Client(REMOTE_ADDR="192.0.2.3"), "site", "analyst", PASSWORD))
+
+
+@pytest.mark.parametrize("page", ["site", "admin"])
+def test_a_client_address_that_is_not_an_ip_is_refused_clearly(page, user, staff):
+    """What a trusted proxy passes on from a forged X-Forwarded-For (a 500 on PostgreSQL, whose
+    column for the address is `inet`)."""
+    username = "analyst" if page == "site" else "reviewer"
+    client = Client(REMOTE_ADDR="not-an-ip, <script>")
+    for password in ("wrong-password", PASSWORD):
+        response = sign_in(client, page, username, password)
+        assert response.status_code == HTTPStatus.BAD_REQUEST
+        assert "Your network address could not be read" in response.text
+    assert not AccessAttempt.objects.exists()
+
+
+def test_the_per_username_limit_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("LOGIN_FAILURE_LIMIT_PER_USERNAME", raising=False)
+    assert fresh_site_settings(monkeypatch).LOGIN_FAILURE_LIMIT_PER_USERNAME == 20
+    site = fresh_site_settings(monkeypatch, LOGIN_FAILURE_LIMIT_PER_USERNAME="50")
+    assert site.LOGIN_FAILURE_LIMIT_PER_USERNAME == 50

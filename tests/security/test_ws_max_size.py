@@ -41,7 +41,7 @@ def database_url() -> str:
 
 
 @contextmanager
-def production_server(port: int):
+def production_server(port: int, **extra_env: str):
     """Run the site as `make run` does (researchsite.serve), on the test database; yield its pid."""
     env = {
         **os.environ,
@@ -51,6 +51,7 @@ def production_server(port: int):
         "ALLOWED_HOSTS": "127.0.0.1",
         "LOG_LEVEL": "WARNING",
         "WS_MAX_SOCKETS_PER_USER": "20",  # all 20 sockets open: the frame size is what is tested
+        **extra_env,
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "researchsite.serve", "--port", str(port)], cwd=ROOT, env=env

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from chats.agent.client import AgentError, http_transport, redact, stream_timeout
+from chats.agent.client import AgentError, http_transport, stream_timeout
 from chats.agent.events import (
     ActionEvent,
     AgentEvent,
@@ -41,6 +41,7 @@ from chats.agent.providers.attempts import (
     transport_failure,
     with_retries,
 )
+from chats.agent.redaction import redact
 from chats.agent.sse import StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host

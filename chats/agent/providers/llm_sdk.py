@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from chats.agent.aiohttp_transport import aiter_text
-from chats.agent.client import AgentError, http_transport, redact, stream_timeout
+from chats.agent.client import AgentError, http_transport, stream_timeout
 from chats.agent.events import (
     AgentEvent,
     AnswerEvent,
@@ -38,6 +38,7 @@ from chats.agent.providers.attempts import (
     transport_failure,
     with_retries,
 )
+from chats.agent.redaction import redact
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx2  # the HTTP library both SDKs are built on; mid-body failures surface as its errors
 
-from chats.agent.client import AgentError, redact
+from chats.agent.client import AgentError
 from chats.agent.events import AgentEvent
 from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
@@ -30,6 +30,7 @@ from chats.agent.providers.attempts import (
     retry_after_seconds,
     with_retries,
 )
+from chats.agent.redaction import redact
 from chats.agent.sse import StreamMessage
 
 logger = logging.getLogger(__name__)

@@ -10,6 +10,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from chats.agent.events import ChartEvent
+from chats.answer.charts import chart_for_turn
 from chats.library.search import chat_search_for_user
 from chats.library.selectors import chat_sidebar_for_user
 from chats.models import Chat
@@ -202,6 +204,43 @@ def test_json_export_has_turns_references_and_sources(logged_in, chat):
     assert [s["name"] for s in turn["sources"]] == ["Mining Weekly"]
     assert [(r["start"], r["end"], r["footnote"]) for r in turn["references"]] == [(0, 19, 1)]
     assert [c["check"]["status"] for c in turn["claims"]] == ["no_passage"]  # the claim check
+
+
+def test_json_export_carries_charts_and_structured_output(logged_in, chat):
+    """What the Markdown export holds: each chart's spec and data, and the structured output."""
+    turn = chat.turns.get()
+    chart = chart_for_turn(
+        ChartEvent(
+            chart_id="c1",
+            title="Copper price",
+            chart_type="line",
+            vega_lite_spec={
+                "mark": "line",
+                "data": {"values": [{"year": 2024, "usd": 9.1}, {"year": 2025, "usd": 9.8}]},
+                "encoding": {
+                    "x": {"field": "year", "type": "ordinal"},
+                    "y": {"field": "usd", "type": "quantitative"},
+                },
+            },
+            caption="USD per kg.",
+        ),
+        turn.answer_text,
+    )
+    turn.charts = [chart]
+    turn.structured_output = [{"metal": "copper", "outlook": "up"}]
+    turn.save(update_fields=["charts", "structured_output"])
+
+    data = json.loads(logged_in.get(reverse("chat_export_json", args=[chat.pk])).content)
+
+    [exported] = data["turns"]
+    [exported_chart] = exported["charts"]
+    assert exported_chart["title"] == "Copper price" and exported_chart["caption"] == "USD per kg."
+    assert exported_chart["spec"] == chart["spec"] and exported_chart["spec"]["mark"] == "line"
+    assert exported_chart["table"]["columns"] == ["year", "usd"]
+    assert exported_chart["table"]["rows"] == [["2024", "9.1"], ["2025", "9.8"]]
+    assert exported["structured_output"] == [{"metal": "copper", "outlook": "up"}]
+    markdown = logged_in.get(reverse("chat_export", args=[chat.pk])).content.decode()
+    assert "Copper price" in markdown and "copper" in markdown  # the same content as export.md
 
 
 def test_json_export_of_another_users_chat_is_404(client, intruder, chat):

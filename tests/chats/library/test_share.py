@@ -126,6 +126,22 @@ def test_a_share_is_a_snapshot_that_sharing_again_updates_under_the_same_link(
     assert "Cobalt is plentiful" in client.get(url).content.decode()
 
 
+def test_the_title_is_part_of_the_snapshot_until_shared_again(client, analyst, colleague, chat):
+    client.force_login(analyst)
+    url = share_url(client, chat)
+    client.post(reverse("chat_rename", args=[chat.pk]), {"title": "Cobalt glut"})
+
+    client.force_login(colleague)
+    page = client.get(url).content.decode()
+    assert "<h1>Nickel supply</h1>" in page and "Cobalt glut" not in page
+
+    client.force_login(analyst)
+    share_url(client, chat)  # "Update the shared copy"
+    client.force_login(colleague)
+    page = client.get(url).content.decode()
+    assert "<h1>Cobalt glut</h1>" in page and "Nickel supply" not in page
+
+
 def test_only_the_visible_branch_and_nothing_else_of_the_sharer(client, analyst, colleague, chat):
     first = chat.turns.get()
     finished_turn(chat, "Edited: is nickel scarce?", "An answer on another branch.", parent=None)

@@ -15,6 +15,13 @@ pytestmark = pytest.mark.django_db
 GOOD = {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "number"}}}}
 
 
+def nested_schema(levels: int) -> dict:
+    schema = {"type": "object"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
 def save(client, name: str, schema) -> object:
     text = schema if isinstance(schema, str) else json.dumps(schema)
     return client.post(reverse("output_schemas"), {"name": name, "schema": text})
@@ -37,6 +44,7 @@ def test_a_valid_schema_is_saved_for_its_owner_only(client, user, other_user):
         ("{not json", "must be JSON"),
         ({"type": "string"}, "top level must be an object"),
         ({"type": "object", "required": "a"}, "not a valid JSON Schema"),
+        (nested_schema(100), "A schema may nest at most 32 levels"),  # the validator's recursion
     ],
 )
 def test_invalid_schemas_are_refused_with_the_reason(client, user, schema, expected):

@@ -146,6 +146,33 @@ async def test_missing_inputs_are_refused_before_anything_is_sent(web, user, set
     assert upstream.payloads == [] and not await Chat.objects.filter(owner=user).aexists()
 
 
+async def test_free_form_inputs_obey_the_question_limit(web, user, settings, upstream):
+    """A configured template takes any inputs: together they are a question, sent and stored."""
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    inputs = {f"field_{n}": "x" * 400 for n in range(settings.MESSAGE_MAX_CHARS // 400 + 1)}
+    response = await run_form(web, workflow="id:tmpl-1", inputs_json=json.dumps(inputs))
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert "Inputs are limited to 8000 characters in all" in response.content.decode()
+    assert upstream.payloads == [] and not await Chat.objects.filter(owner=user).aexists()
+
+
+@pytest.mark.parametrize(
+    ("inputs_json", "expected"),
+    [
+        ("[" * 3000 + "]" * 3000, "Inputs must be a JSON object of texts."),
+        ('{"company": "NUL \\u0000 here"}', "characters that cannot be sent"),
+    ],
+)
+async def test_unusable_free_form_inputs_are_refused_clearly(
+    web, user, settings, upstream, inputs_json, expected
+):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    response = await run_form(web, workflow="id:tmpl-1", inputs_json=inputs_json)
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert expected in response.content.decode()
+    assert upstream.payloads == [] and not await Chat.objects.filter(owner=user).aexists()
+
+
 async def test_a_dropped_stream_resumes_with_its_execution_id(web, user, settings, upstream):
     """The agent replays the execution from its start; nothing is shown twice."""
     settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
