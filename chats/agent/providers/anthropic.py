@@ -292,7 +292,7 @@ def _citation(data: dict[str, Any], start: int, end: int) -> Citation:
     """One `citations[]` entry of a text block: the block's span, and where it came from."""
     cited_text = data.get("cited_text")
     passages = (Passage(text=cited_text),) if isinstance(cited_text, str) and cited_text else ()
-    kind = data.get("type")
+    kind = data.get("type") if isinstance(data.get("type"), str) else repr(data.get("type"))
     if kind == "web_search_result_location":
         source = _web_source(data.get("url"), data.get("title"), None, data)
     elif kind in DOCUMENT_LOCATIONS:

@@ -295,9 +295,7 @@ class ResponsesAdapter:
             return []
         identity = (
             key,
-            annotation.get("start_index"),
-            annotation.get("end_index"),
-            annotation.get("url"),
+            *(_hashable(annotation.get(name)) for name in ("start_index", "end_index", "url")),
         )
         if identity in self._annotations_seen:
             return []  # streamed first, repeated in response.completed
@@ -506,6 +504,11 @@ def _query_from_arguments(arguments: Any) -> str:
         except ValueError:
             return ""
     return one_line(_dict(arguments).get("query"))
+
+
+def _hashable(value: Any) -> Any:
+    """A value as a set member: a malformed list or object becomes its text."""
+    return value if isinstance(value, str | int | float | None) else repr(value)
 
 
 def _is_int(value: Any) -> bool:
