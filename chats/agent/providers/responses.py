@@ -39,6 +39,8 @@ from citations.references import Citation, SourceDocument, ToolCall
 from citations.sources import bounded_key, http_url, one_line, url_host
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
+# Annotations that cite a source: a web page, or a file of a file search or a container.
+CITATION_TYPES = frozenset({"url_citation", "file_citation", "container_file_citation"})
 MAX_LINK_CHARS = 2048  # past this, a `[` that never closed is plain text: stop holding it back
 
 
@@ -291,12 +293,10 @@ class ResponsesAdapter:
     # --- annotations ---
 
     def _annotate(self, key: tuple[int, int], annotation: dict[str, Any]) -> list[AgentEvent]:
-        if annotation.get("type") != "url_citation":
+        if annotation.get("type") not in CITATION_TYPES:
             return []
-        identity = (
-            key,
-            *(_hashable(annotation.get(name)) for name in ("start_index", "end_index", "url")),
-        )
+        names = ("type", "start_index", "end_index", "url", "file_id", "index")
+        identity = (key, *(_hashable(annotation.get(name)) for name in names))
         if identity in self._annotations_seen:
             return []  # streamed first, repeated in response.completed
         self._annotations_seen.add(identity)
@@ -319,9 +319,13 @@ class ResponsesAdapter:
 
     def _citation(self, part: _Part | None, annotation: dict[str, Any]) -> Citation:
         start, end = annotation.get("start_index"), annotation.get("end_index")
-        source = self._source(annotation.get("url"), annotation.get("title"))
+        if annotation.get("type") == "url_citation":
+            source = self._source(annotation.get("url"), annotation.get("title"))
+        else:
+            source = _file_source(annotation)
         if start is None and end is None:
-            # No position (xAI with inline citations off): the source is still cited.
+            # No span (xAI with inline citations off; a file search's `file_citation`, which
+            # names one point): the source is still cited.
             return Citation(start=None, end=None, source=source, data=annotation, unplaced=True)
         if not (_is_int(start) and _is_int(end)):
             problem = f"offsets {start!r}-{end!r} are not integers"[:200]
@@ -479,6 +483,21 @@ class ResponsesAdapter:
     def _tag(events: list[AgentEvent], raw: str) -> list[AgentEvent]:
         """Keep the wire line on the events it produced, for the record."""
         return [replace(event, raw=raw) for event in events]
+
+
+def _file_source(annotation: dict[str, Any]) -> SourceDocument | None:
+    """The file a `file_citation` or `container_file_citation` names, by its file name."""
+    file_id, filename = annotation.get("file_id"), one_line(annotation.get("filename"))
+    key = bounded_key("file", file_id) or bounded_key("file", filename)
+    if key is None:
+        return None
+    return SourceDocument(
+        key=key,
+        type="DOCUMENT",
+        name=filename or one_line(file_id) or "File",
+        headline=filename,
+        data=annotation,
+    )
 
 
 def _incomplete_message(provider: str, reason: Any) -> str:

@@ -605,3 +605,33 @@ def test_a_malformed_offset_drops_only_that_citation(flavour, start, end):
     assert [s.url for s in result.sources] == ["https://a.ex/"]
     assert len(result.invalid_references) == 1
     assert "not integers" in result.invalid_references[0].problem
+
+
+async def test_file_search_citations_are_listed_by_their_file_names(standin):
+    text = "Revenue grew 12%. Margin was 31%."
+    annotations = [
+        {"type": "file_citation", "file_id": "file-q3", "filename": "q3-letter.pdf", "index": 17},
+        {"type": "file_citation", "file_id": "file-ar", "filename": "annual.pdf", "index": 33},
+        {
+            "type": "container_file_citation",
+            "container_id": "cntr_1",
+            "file_id": "cfile_9",
+            "filename": "margins.csv",
+            "start_index": 18,
+            "end_index": 33,
+        },
+    ]
+    standin.queue(stream(*answer_events([text], annotations)))
+    _, result = cited(await run(client(OpenAIClient, standin.url)))
+    assert result.invalid_references == []
+    assert [(s.label, s.type, s.placed) for s in result.sources] == [
+        ("margins.csv", "DOCUMENT", True),
+        ("q3-letter.pdf", "DOCUMENT", False),
+        ("annual.pdf", "DOCUMENT", False),
+    ]
+    assert render_markdown(result) == (
+        "Revenue grew 12%. Margin was 31%.[^1]\n\n"
+        "[^1]: margins.csv\n"
+        "[^2]: q3-letter.pdf (not placed in the text)\n"
+        "[^3]: annual.pdf (not placed in the text)\n"
+    )
