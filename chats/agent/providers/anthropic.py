@@ -86,6 +86,7 @@ class AnthropicAdapter:
         self._usage_before: dict[str, int] = {}  # the paused messages' token counts
         self.pauses = 0
         self.paused = False
+        self.container_id = ""  # a container tool's, to reuse when continuing
 
     @property
     def finished(self) -> bool:
@@ -118,6 +119,7 @@ class AnthropicAdapter:
                 self.paused = False
                 self._stop_reason = ""
                 started = _dict(document.get("message"))
+                self._note_container(started.get("container"))
                 self._message_id = str(started.get("id") or "")
                 self._model = str(started.get("model") or "")
                 self._usage.update(_dict(started.get("usage")))
@@ -137,6 +139,7 @@ class AnthropicAdapter:
                 block = self._blocks.pop(document.get("index"), None)  # type: ignore[arg-type]
                 return self._block_stop(block) if block is not None else []
             case "message_delta":
+                self._note_container(_dict(document.get("delta")).get("container"))
                 self._stop_reason = str(_dict(document.get("delta")).get("stop_reason") or "")
                 self._usage.update(_dict(document.get("usage")))
                 return []
@@ -155,6 +158,10 @@ class AnthropicAdapter:
                 )
                 return [ErrorEvent(error=message)]
         return []  # ping and future types
+
+    def _note_container(self, container: Any) -> None:
+        if isinstance(_dict(container).get("id"), str):
+            self.container_id = _dict(container)["id"]
 
     def _block_start(self, index: int, data: dict[str, Any]) -> list[AgentEvent]:
         kind = str(data.get("type") or "")
@@ -419,12 +426,15 @@ class AnthropicClient(SdkStream):
             sent = (
                 [*messages, {"role": "assistant", "content": assistant}] if assistant else messages
             )
+            # A container tool's work is in its container: the continuation reuses it.
+            options = {"container": adapter.container_id} if adapter.container_id else {}
             return await client.messages.create(
                 model=self.config.model,
                 max_tokens=self.max_tokens,
                 messages=sent,
                 tools=[{"type": "web_search_20250305", "name": "web_search"}],
                 stream=True,
+                **options,
             )
 
         return _Continuing(await request(None), adapter, request)

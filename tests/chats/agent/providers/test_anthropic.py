@@ -416,6 +416,21 @@ async def test_a_paused_turn_is_sent_back_and_the_answer_read_to_its_end(standin
         ],
     }
     assert (second["tools"], second["model"]) == (first["tools"], first["model"])
+    assert "container" not in second  # no container tool was used
+
+
+async def test_a_paused_turn_reuses_its_container(standin):
+    paused = paused_reply("msg_1", "Searching on:")
+    container = {"id": "container_011CRx", "expires_at": "2026-11-27T23:00:00Z"}
+    paused.body[-2] = sse(
+        "message_delta",
+        delta={"stop_reason": "pause_turn", "stop_sequence": None, "container": container},
+        usage={"output_tokens": 7},
+    )
+    standin.queue(paused, paused_reply("msg_2", " Done.", stop="end_turn"))
+    transcript, _ = cited(await run(client(standin.url)))
+    assert transcript.completed
+    assert standin.payloads[1]["container"] == "container_011CRx"
 
 
 async def test_a_turn_that_keeps_pausing_ends_after_the_cap_with_a_clear_message(standin):
