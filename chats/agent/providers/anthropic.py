@@ -96,8 +96,15 @@ class AnthropicAdapter:
     @property
     def paused_content(self) -> list[dict[str, Any]]:
         """The assistant content to send back to continue a paused answer (every block so far,
-        as the API sent it: search results keep their encrypted content)."""
-        return copy.deepcopy(self._content)
+        as the API sent it: search results keep their encrypted content).
+
+        The API refuses a final assistant message that ends with whitespace, so a last text
+        block is sent without its trailing blanks (the answer shown keeps them).
+        """
+        content = copy.deepcopy(self._content)
+        if content and content[-1].get("type") == "text":
+            content[-1]["text"] = str(content[-1].get("text") or "").rstrip()
+        return content
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
         kind, document = message.kind, message.document

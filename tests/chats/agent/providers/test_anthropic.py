@@ -419,6 +419,27 @@ async def test_a_paused_turn_is_sent_back_and_the_answer_read_to_its_end(standin
     assert "container" not in second  # no container tool was used
 
 
+async def test_a_paused_text_ending_in_blanks_is_sent_back_as_the_api_accepts_it(standin):
+    standin.queue(
+        paused_reply("msg_1", "Searching more:\n\n"),
+        paused_reply("msg_2", "Inflation eased to 2.4%.", stop="end_turn"),
+    )
+    transcript, _ = cited(await run(client(standin.url)))
+    assert (transcript.completed, transcript.error) == (True, "")
+    assert transcript.answer == "Searching more:\n\nInflation eased to 2.4%."
+    assert standin.payloads[1]["messages"][-1]["content"][-1]["text"] == "Searching more:"
+
+
+async def test_the_stand_in_refuses_what_the_messages_api_refuses(standin):
+    broken = [
+        {"role": "user", "content": "Q"},
+        {"role": "assistant", "content": [{"type": "server_tool_use", "id": "srvtoolu_9",
+                                           "name": "web_search", "input": {}}]},
+    ]  # fmt: skip
+    request = type("Request", (), {"json": {"messages": broken}})()
+    assert standin.refuse(request).status == 400
+
+
 async def test_a_paused_turn_reuses_its_container(standin):
     paused = paused_reply("msg_1", "Searching on:")
     container = {"id": "container_011CRx", "expires_at": "2026-11-27T23:00:00Z"}
