@@ -118,6 +118,12 @@ class Turn(models.Model):
         help_text="Events stored with something replaced that the database could not store "
         "(NUL, lone surrogates, NaN or Infinity, nesting too deep).",
     )
+    notices = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What of the agent's stream could not be shown, in words "
+        "(chats.answer.display.turn_notices).",
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The run renews its lease while it streams; a lapsed lease means its process died.

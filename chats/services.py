@@ -305,6 +305,7 @@ FINISHED_FIELDS = [
     "tool_error_count",
     "malformed_lines",
     "sanitized_events",
+    "notices",
     "finished_at",
     "lease_expires_at",
     "upstream_chat_id",
@@ -375,7 +376,7 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
     citations_store_for_turns([(t.pk, cited) for t, _, cited, _ in finishing], replace_stored=False)
     now = timezone.now()
     changed_chats = {}
-    for turn, end, _, html in finishing:
+    for turn, end, cited, html in finishing:
         transcript = end.transcript
         turn.chat = chat = chats[turn.chat_id]
         turn.answer_text = transcript.answer
@@ -391,6 +392,12 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
         turn.tool_error_count = transcript.tool_errors
         turn.malformed_lines = end.malformed_lines
         turn.sanitized_events = end.sanitized_events
+        turn.notices = display.turn_notices(
+            skipped=transcript.skipped,
+            skipped_lines=transcript.skipped_lines,
+            malformed_lines=end.malformed_lines,
+            dropped_citations=len(cited.invalid_references),
+        )
         turn.finished_at = now
         turn.lease_expires_at = None
         if transcript.upstream_chat_id:

@@ -88,6 +88,10 @@ class Citation:
     `problem` is set by the adapter when the reference could not be read at all ("not an
     object"); whether the span fits the answer is judged later, by `resolve`, against the
     whole answer. `audit_ids` are the tool-call ids the reference names, in order of trust.
+
+    An `unplaced` citation names a source for the answer as a whole, with no span (xAI's
+    `url_citation` annotations when its inline citations are off): it has no marker in the
+    text, and its source is listed in Sources as not placed in the text.
     """
 
     start: int | None
@@ -98,9 +102,11 @@ class Citation:
     passages: tuple[Passage, ...] = ()
     problem: str = ""
     data: Any = field(default=None, compare=False, repr=False)
+    unplaced: bool = False
 
     def to_data(self) -> dict[str, Any]:
         return {
+            **({"unplaced": True} if self.unplaced else {}),
             "start": self.start,
             "end": self.end,
             "source": self.source.to_data() if self.source else None,
@@ -125,6 +131,7 @@ class Citation:
             ),
             problem=str(data.get("problem") or ""),
             data=data.get("data"),
+            unplaced=data.get("unplaced") is True,
         )
 
 

@@ -11,6 +11,9 @@ from typing import Any
 
 from citations.resolve import CitedAnswer, CitedSource
 
+# How Sources mark a source that only unplaced citations name (it has no marker in the text).
+UNPLACED_NOTE = "not placed in the text"
+
 # Characters that would end or restyle a Markdown link text; `-`, `'` and `.` stay readable.
 _LINK_TEXT_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 
@@ -48,9 +51,11 @@ def render_markdown(cited: CitedAnswer, *, label_prefix: str = "") -> str:
 
 
 def markdown_source(source: CitedSource) -> str:
-    """Return `[Label](url)`, or the bare label when there is no http(s) URL."""
+    """Return `[Label](url)`, or the bare label when there is no http(s) URL; a source with no
+    marker in the text says so."""
     label = _LINK_TEXT_SPECIAL.sub(r"\\\1", source.label)
-    return f"[{label}]({source.url})" if source.url else label
+    entry = f"[{label}]({source.url})" if source.url else label
+    return entry if source.placed else f"{entry} ({UNPLACED_NOTE})"
 
 
 def render_json(cited: CitedAnswer) -> dict[str, Any]:
@@ -83,6 +88,7 @@ def render_json(cited: CitedAnswer) -> dict[str, Any]:
                 "headline": s.headline,
                 "url": s.url,
                 "published_on": s.published_on.isoformat() if s.published_on else None,
+                "placed": s.placed,
             }
             for s in cited.sources
         ],

@@ -22,7 +22,7 @@ from citations.evidence import checks_summary, shared_words
 from citations.html_markers import anchor, link_markers, marker_env, settle_markers
 from citations.markers import BLOCK_PREFIX
 from citations.references import Passage
-from citations.render import insert_at
+from citations.render import UNPLACED_NOTE, insert_at
 from citations.resolve import CitedAnswer, CitedSource, ToolAttribution
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -187,8 +187,12 @@ def _source_entry(source: CitedSource) -> str:
     """Return one Sources entry: the label, linked when the URL is http(s), headline on hover."""
     title = f' title="{escape(source.headline)}"' if source.headline else ""
     if source.url:
-        return f'<a href="{escape(source.url)}"{title}>{escape(source.label)}</a>'
-    return f"<span{title}>{escape(source.label)}</span>"
+        entry = f'<a href="{escape(source.url)}"{title}>{escape(source.label)}</a>'
+    else:
+        entry = f"<span{title}>{escape(source.label)}</span>"
+    if not source.placed:
+        entry += f' <span class="source-unplaced">({UNPLACED_NOTE})</span>'
+    return entry
 
 
 def _tool_badges(attributions: Sequence[ToolAttribution]) -> str:
@@ -283,7 +287,7 @@ _CLEANER = nh3.Cleaner(
             "evidence-label", "evidence-meta", "evidence-headline", "evidence-none",
         },
         "section": {"footnotes"},
-        "span": {"tool-badge", "claim-flag", "evidence-relevance"},
+        "span": {"tool-badge", "claim-flag", "evidence-relevance", "source-unplaced"},
         "sup": {"footnote-ref"},
     },
     filter_style_properties={"text-align"},  # table column alignment

@@ -19,10 +19,15 @@ from citations.references import Citation, Passage, SourceDocument, ToolCall
 
 @dataclass(frozen=True, slots=True)
 class CitedSource:
-    """A unique source, numbered; its document comes from its first citation."""
+    """A unique source, numbered; its document comes from its first citation.
+
+    `placed` is False for a source only unplaced citations name: it has no marker in the
+    text, and is listed after the placed sources as "not placed in the text".
+    """
 
     number: int
     document: SourceDocument
+    placed: bool = True
 
     key = property(lambda self: self.document.key)
     type = property(lambda self: self.document.type)
@@ -104,6 +109,10 @@ class CitedAnswer:
     def invalid_references(self) -> list[ResolvedReference]:
         return [r for r in self.references if not r.is_valid]
 
+    @property
+    def unplaced_sources(self) -> tuple[CitedSource, ...]:
+        return tuple(s for s in self.sources if not s.placed)
+
 
 def resolve_citations(
     *, answer: str, citations: Sequence[Citation], tool_calls: Sequence[ToolCall] = ()
@@ -115,7 +124,7 @@ def resolve_citations(
             calls_by_id.setdefault(call.tool_id, position)
 
     problems = [_problem(c, len(answer)) for c in citations]
-    valid = [position for position, problem in enumerate(problems) if not problem]
+    valid = [p for p, problem in enumerate(problems) if not problem and not citations[p].unplaced]
     placements = dict(
         zip(
             valid,
@@ -133,6 +142,12 @@ def resolve_citations(
         if source is not None and source.key not in numbers:
             numbers[source.key] = len(numbers) + 1
             sources.append(CitedSource(numbers[source.key], source))
+    # Then the sources only unplaced citations name, in arrival order: never dropped.
+    for citation, problem in zip(citations, problems, strict=True):
+        source = citation.source
+        if citation.unplaced and not problem and source is not None and source.key not in numbers:
+            numbers[source.key] = len(numbers) + 1
+            sources.append(CitedSource(numbers[source.key], source, placed=False))
 
     resolved = []
     for position, (citation, problem) in enumerate(zip(citations, problems, strict=True)):
@@ -150,7 +165,9 @@ def resolve_citations(
             )
         )
     markers = group_markers(
-        (*placements[r.position], r.footnote) for r in resolved if r.footnote is not None
+        (*placements[r.position], r.footnote)
+        for r in resolved
+        if r.footnote is not None and r.position in placements
     )
     return CitedAnswer(
         answer=answer,
@@ -168,6 +185,8 @@ def _problem(citation: Citation, answer_length: int) -> str:
     start, end = citation.start, citation.end
     if citation.problem:
         return citation.problem
+    if citation.unplaced:
+        return "" if citation.source is not None else "an unplaced citation names no source"
     if start is None:
         return "start is not an integer"
     if end is None:

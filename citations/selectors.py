@@ -80,8 +80,14 @@ def _citation(reference: Reference) -> Citation:
     """Rebuild the citation the stored row was resolved from.
 
     A shown reference links its Source; an invalid one keeps its problem, so it stays unshown
-    whatever its columns say.
+    whatever its columns say. A shown reference without offsets was an unplaced citation.
     """
+    unplaced = (
+        reference.is_valid
+        and reference.source_id is not None
+        and reference.start is None
+        and reference.end is None
+    )
     return Citation(
         start=reference.start,
         end=reference.end,
@@ -91,4 +97,5 @@ def _citation(reference: Reference) -> Citation:
         passages=tuple(p for item in reference.passages if (p := Passage.from_data(item))),
         problem="" if reference.is_valid else (reference.problem or "invalid"),
         data=reference.data,
+        unplaced=unplaced,
     )

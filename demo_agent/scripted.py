@@ -149,7 +149,8 @@ class ScriptedAgent:
 
     `content_type=None` sends the Research Agent's SSE headers unless a reply names its own type;
     a provider's stand-in names its stream's type instead, sent on a success (below 400) while
-    an error without a type of its own is sent as JSON, as the real APIs do.
+    an error without a type of its own is sent as JSON, as the real APIs do. `refuse(request)`
+    returns the error a real API would answer a request it rejects, or None, before any reply.
     """
 
     def __init__(
@@ -159,8 +160,10 @@ class ScriptedAgent:
         answers: Callable[[str, str], bool] = _answers_all,
         not_found: Reply | None = None,
         content_type: str | None = None,
+        refuse: Callable[[ReceivedRequest], Reply | None] | None = None,
     ) -> None:
         self.respond = respond
+        self.refuse = refuse
         self.answers = answers
         self.not_found = not_found or Reply.json(404, {"detail": "Not Found"})
         self.content_type = content_type
@@ -201,6 +204,8 @@ class ScriptedAgent:
         self.requests.append(request)
         if not self.answers(request.method, request.path):
             reply = self.not_found
+        elif self.refuse is not None and (refused := self.refuse(request)) is not None:
+            reply = refused
         else:
             reply = self.replies.popleft() if self.replies else self.respond(request)
         await _play(reply, self._headers(reply), receive, send)

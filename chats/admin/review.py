@@ -315,7 +315,10 @@ class TurnAdmin(ReviewOnlyAdmin):
             "Answer as plain text (the offsets of the references count in it)",
             {"fields": ("answer_text",), "classes": ("collapse",)},
         ),
-        ("Errors", {"fields": ("error_kind", "error", "tool_error_count", "malformed_lines")}),
+        (
+            "Errors",
+            {"fields": ("error_kind", "error", "tool_error_count", "malformed_lines", "notices")},
+        ),
         (
             "Checkpoints",
             {"fields": ("upstream_chat_id", "from_checkpoint_id", "checkpoint_id", "is_restart")},

@@ -17,6 +17,7 @@ from typing import Any
 from citations.references import Citation, ToolCall
 
 AGENT_ERROR = "The research agent reported an error."
+SKIPPED = "STREAM_SKIPPED"  # our own event type: adapters must not read it from a wire
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,6 +170,19 @@ class CompleteEvent(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SkippedEvent(AgentEvent):
+    """Part of the stream this site had to skip (a line over AGENT_MAX_LINE_BYTES): what was
+    lost, in words, and how many lines. Made by our reader, never read from an agent's wire."""
+
+    type: str = SKIPPED
+    notice: str = ""
+    lines: int = 1
+
+    def _payload(self) -> dict[str, Any]:
+        return {"notice": self.notice, "lines": self.lines}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEvent(AgentEvent):
     """A type this site does not interpret yet (NOT_ENTITLED...): kept as received."""
 
@@ -277,6 +291,13 @@ def event_from_fields(
             return CompleteEvent(
                 checkpoint_id=_text(data.get("checkpoint_id")),
                 consumption=tuple(consumption),
+                **common,
+            )
+        case "STREAM_SKIPPED" if raw is None:  # from our event log, not from a wire
+            lines = data.get("lines")
+            return SkippedEvent(
+                notice=_text(data.get("notice")),
+                lines=lines if isinstance(lines, int) and not isinstance(lines, bool) else 1,
                 **common,
             )
     payload = {k: v for k, v in data.items() if k not in {"type", "chat_id"}}

@@ -12,16 +12,38 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from chats.agent.events import AgentEvent
+from chats.agent.events import AgentEvent, SkippedEvent
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_LINE_CHARS = 1024 * 1024
+# AGENT_MAX_LINE_BYTES's default. A Research Agent answer sends all its references in one
+# GROUNDING line: 10,000 references measured 4.06 MB in the agent's documented shape, and
+# 7.34 MB with a 250-character passage each (tests/grounding_bodies.py). 16 MiB leaves twice
+# that. Lines are capped in characters, which a UTF-8 line never has more of than bytes.
+DEFAULT_MAX_LINE_CHARS = 16 * 1024 * 1024
+SKIPPED_HEAD_CHARS = 400  # what is kept of a skipped line, to say what it was
+
+# What a skipped line was, by the message type near its start (the Research Agent's and the
+# other providers' names), said as the subject of "... was over AGENT_MAX_LINE_BYTES".
+_MESSAGE_TYPE = re.compile(r'"type"\s*:\s*"([A-Za-z_.]{1,60})"')
+_WHAT_WAS_LOST = {
+    "GROUNDING": ("The agent's sources", True),
+    "AUDIT": ("The agent's tool calls", True),
+    "ANSWER": ("Part of the answer", False),
+    "CHART": ("A chart", False),
+    "STRUCTURED_OUTPUT": ("The structured output", False),
+    "PLANNING": ("The agent's research plan", False),
+    "response.completed": ("The end of the answer, with its sources,", False),
+    "response.output_text.annotation.added": ("A citation", False),
+    "response.output_text.delta": ("Part of the answer", False),
+    "content_block_delta": ("Part of the answer", False),
+}
 
 # orjson reads an integer past 64 bits as a float, so text with 19 digits in a row (the first
 # such integers have 19) goes to `json`. Found by mapping every digit to "0" and anything else
@@ -72,12 +94,43 @@ class StreamAdapter(Protocol):
         """Return what the end of the stream completes (held-back text, merged citations)."""
 
 
+def skipped_notice(head: str, size_bytes: int) -> str:
+    """Say what a line skipped for its length was, from its start, and which setting bounds it:
+    "The agent's sources (1.4 MB) were over AGENT_MAX_LINE_BYTES and are not shown."."""
+    kinds = _MESSAGE_TYPE.findall(head)
+    what, plural = next(
+        (_WHAT_WAS_LOST[k] for k in kinds if k in _WHAT_WAS_LOST),
+        ("An event of the agent's stream", False),
+    )
+    if what == "An event of the agent's stream" and '"candidates"' in head:
+        what = "Part of the answer, with its sources,"  # a Gemini chunk
+    verbs = ("were", "are") if plural else ("was", "is")
+    return (
+        f"{what} ({_size_text(size_bytes)}) {verbs[0]} over AGENT_MAX_LINE_BYTES"
+        f" and {verbs[1]} not shown."
+    )
+
+
+def _size_text(size_bytes: int) -> str:
+    if size_bytes >= 1_000_000:
+        return f"{size_bytes / 1_000_000:.1f} MB"
+    if size_bytes >= 1000:
+        return f"{size_bytes / 1000:.0f} KB"
+    return f"{size_bytes:,} bytes"
+
+
 class LineSplitter:
-    """Split text chunks into lines on CRLF, CR or LF; a line over the cap is dropped whole."""
+    """Split text chunks into lines on CRLF, CR or LF; a line over the cap is dropped whole.
+
+    Each dropped line is recorded in `skipped` as (its first characters, its size in bytes).
+    """
 
     def __init__(self, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> None:
         self.max_line_chars = max_line_chars
         self.oversized_lines = 0
+        self.skipped: list[tuple[str, int]] = []
+        self._skipped_head = ""
+        self._skipped_bytes = 0
         self._buffer: list[str] = []
         self._buffered = 0
         self._skipping = False  # inside a line that is already over the cap
@@ -133,9 +186,15 @@ class LineSplitter:
         return self._end_line() if (self._buffer or self._skipping) else []
 
     def _take(self, piece: str) -> None:
-        if self._skipping or not piece:
+        if self._skipping:
+            self._skipped_bytes += _utf8_size(piece)
+            return
+        if not piece:
             return
         if self._buffered + len(piece) > self.max_line_chars:
+            head = "".join(self._buffer)[:SKIPPED_HEAD_CHARS]
+            self._skipped_head = head + piece[: SKIPPED_HEAD_CHARS - len(head)]
+            self._skipped_bytes = sum(map(_utf8_size, self._buffer)) + _utf8_size(piece)
             self._buffer, self._buffered, self._skipping = [], 0, True
             return
         self._buffer.append(piece)
@@ -145,10 +204,15 @@ class LineSplitter:
         if self._skipping:
             self._skipping = False
             self.oversized_lines += 1
+            self.skipped.append((self._skipped_head, self._skipped_bytes))
             return []
         line = "".join(self._buffer)
         self._buffer, self._buffered = [], 0
         return [line]
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 class EventParser:
@@ -226,10 +290,17 @@ class StreamReader:
         return self.parser.unreadable_lines + self.splitter.oversized_lines
 
     def feed_text(self, chunk: str) -> list[AgentEvent]:
-        return self._lines(self.splitter.decode(chunk))
+        events = self._lines(self.splitter.decode(chunk))
+        return events + self._skipped() if self.splitter.skipped else events
 
     def close(self) -> list[AgentEvent]:
-        return self._lines(self.splitter.flush()) + self.parser.close()
+        events = self._lines(self.splitter.flush())
+        return events + self._skipped() + self.parser.close()
+
+    def _skipped(self) -> list[AgentEvent]:
+        """A notice for each line dropped for its length: nothing is lost in silence."""
+        skipped, self.splitter.skipped = self.splitter.skipped, []
+        return [SkippedEvent(notice=skipped_notice(head, size)) for head, size in skipped]
 
     def _lines(self, lines: list[str]) -> list[AgentEvent]:
         if not self.json_lines:

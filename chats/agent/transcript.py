@@ -19,6 +19,7 @@ from chats.agent.events import (
     ErrorEvent,
     GroundingEvent,
     PlanningEvent,
+    SkippedEvent,
     StructuredOutputEvent,
     ToolErrorEvent,
     event_from_data,
@@ -39,6 +40,8 @@ class Transcript:
     upstream_chat_id: str = ""
     error: str = ""
     tool_errors: int = 0
+    skipped: list[str] = field(default_factory=list)  # what the reader skipped, in words
+    skipped_lines: int = 0
     completed: bool = False
     event_count: int = 0
 
@@ -71,6 +74,9 @@ class Transcript:
             self.charts.append(event)
         elif isinstance(event, ToolErrorEvent):
             self.tool_errors += 1
+        elif isinstance(event, SkippedEvent):
+            self.skipped.append(event.notice)
+            self.skipped_lines += event.lines
         elif isinstance(event, ErrorEvent):
             self.error = event.error
         elif isinstance(event, CompleteEvent):

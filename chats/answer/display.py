@@ -106,3 +106,26 @@ def degraded_notice(tool_errors: int) -> str:
         f"{tool_errors} tool {calls} failed while this answer was researched, so it may be"
         " less complete than usual."
     )
+
+
+def turn_notices(
+    *, skipped: list[str], skipped_lines: int, malformed_lines: int, dropped_citations: int
+) -> list[str]:
+    """Return what of the agent's stream the turn could not show, one sentence each: lines
+    over a limit (said by the reader), unreadable lines, and citations that could not be read
+    or placed. Stored with the turn, so nothing is lost in silence."""
+    notices = list(skipped)
+    unreadable = malformed_lines - skipped_lines
+    if unreadable > 0:
+        lines, verb = ("line", "was") if unreadable == 1 else ("lines", "were")
+        notices.append(
+            f"{unreadable:,} {lines} of the agent's stream could not be read and {verb} skipped."
+        )
+    if dropped_citations:
+        citations = "citation" if dropped_citations == 1 else "citations"
+        verb = "was" if dropped_citations == 1 else "were"
+        notices.append(
+            f"{dropped_citations:,} of the agent's {citations} {verb} malformed or did not fit"
+            " the answer, and not shown."
+        )
+    return notices

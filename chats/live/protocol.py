@@ -33,6 +33,7 @@ from chats.agent.events import (
     ErrorEvent,
     LlmRetryEvent,
     PlanningEvent,
+    SkippedEvent,
     ThinkingEvent,
     ToolErrorEvent,
     event_from_data,
@@ -363,6 +364,8 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
         view["activity"] = ActivityView(text=label, kind="quiet")
     elif isinstance(event, LlmRetryEvent):
         view["activity"] = ActivityView(text=display.llm_retry_label(event.message), kind="quiet")
+    elif isinstance(event, SkippedEvent):
+        view["activity"] = ActivityView(text=event.notice, kind="quiet")
     elif isinstance(event, ErrorEvent):
         view["alert"] = event.error
     elif isinstance(event, ChartEvent):

@@ -130,3 +130,31 @@ def test_export_chat_prints_the_active_branch(chat, make_turn):
 def test_export_chat_refuses_an_unknown_chat():
     with pytest.raises(CommandError, match="Chat 424242 does not exist"):
         call_command("export_chat", "424242")
+
+
+def test_a_ten_thousand_reference_grounding_event_prints_every_footnote():
+    from tests.grounding_bodies import answer_body
+
+    body = answer_body(10_000)  # its GROUNDING line is over 4 MB
+    assert max(len(line) for line in body.splitlines()) > 4_000_000
+    stdout, stderr, error = render_stream_text(body)
+    assert error is None
+    assert "AGENT_MAX_LINE_BYTES" not in stderr
+    footnotes = [line for line in stdout.splitlines() if line.startswith("[^")]
+    assert [line.split("]", 1)[0] for line in footnotes] == [f"[^{n}" for n in range(1, 10_001)]
+    assert stdout.count("[^10000]") == 2  # its marker and its footnote
+
+
+def test_a_line_over_the_cap_is_said_on_stderr(settings):
+    from chats.agent.sse import StreamReader, iter_events
+    from chats.agent.transcript import Transcript
+    from tests.grounding_bodies import answer_body
+
+    reader = StreamReader(max_line_chars=100_000)
+    transcript = Transcript.from_events(iter_events(answer_body(1_000), reader))
+    size = len(answer_body(1_000).splitlines()[2].encode())
+    assert transcript.skipped == [
+        f"The agent's sources ({size / 1000:.0f} KB) were over AGENT_MAX_LINE_BYTES"
+        " and are not shown."
+    ]
+    assert transcript.citations == [] and transcript.completed

@@ -25,6 +25,7 @@ def test_json_carries_answer_references_sources_numbering_and_tools(stream_fixtu
             "headline": "MSFT 10-Q",
             "url": "https://sec.example/msft",
             "published_on": "2026-01-30",
+            "placed": True,
         }
     ]
     assert data["numbering"] == [{"offset": 75, "footnotes": [1]}]

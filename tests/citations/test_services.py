@@ -196,3 +196,30 @@ def test_the_export_reads_all_turns_in_a_fixed_number_of_queries(
         store(turn, [ref(0, 16, bigdata("a"))])
     with django_assert_num_queries(2):
         export_turns_markdown(turns)
+
+
+def test_an_unplaced_citation_is_stored_and_read_back_as_unplaced(make_turn):
+    from citations.references import Citation, SourceDocument
+
+    turn = make_turn(answer=ANSWER)
+    web = SourceDocument(key="url:https://w.example/", type="WEB", name="w.example",
+                         url="https://w.example/")  # fmt: skip
+    with transaction.atomic():
+        stored = citations_store_for_turn(
+            turn_id=turn.pk,
+            answer=turn.answer_text,
+            citations=[
+                bigdata_adapter.citation(ref(0, 16, bigdata("a"))),
+                Citation(start=None, end=None, source=web, unplaced=True),
+                Citation(start=None, end=None, source=None, unplaced=True),
+            ],
+        )
+    row = Reference.objects.get(turn=turn, position=1)
+    assert (row.start, row.end, row.footnote, row.is_valid) == (None, None, 2, True)
+    assert Reference.objects.get(turn=turn, position=2).is_valid is False
+    again = cited_answer_for_turn(turn)
+    assert [(s.number, s.placed) for s in again.sources] == [(1, True), (2, False)]
+    assert render_markdown(again) == render_markdown(stored)
+    assert render_markdown(again).endswith(
+        "[^2]: [w.example](https://w.example/) (not placed in the text)\n"
+    )

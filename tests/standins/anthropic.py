@@ -10,12 +10,48 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from demo_agent.scripted import Reply, ScriptedAgent
+from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent
 from tests.standins.responses import endpoint_standin
 
 
 def messages_standin() -> ScriptedAgent:
-    return endpoint_standin("/v1/messages")
+    return endpoint_standin("/v1/messages", refuse=invalid_messages)
+
+
+def invalid_messages(request: ReceivedRequest) -> Reply | None:
+    """Anthropic's 400 for the rules of `messages` a continued (paused) answer must keep: it
+    starts with a user turn, each block has a type, every server tool use has its result in
+    the same message, and a final assistant message does not end with whitespace."""
+    messages = request.json.get("messages") if isinstance(request.json, dict) else None
+    if not isinstance(messages, list) or not messages or messages[0].get("role") != "user":
+        return _invalid("messages: the first message must use the user role")
+    for number, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list) or not all(
+            isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
+        ):
+            return _invalid(f"messages.{number}.content: each block needs a type")
+        results = {b.get("tool_use_id") for b in content if b["type"].endswith("_tool_result")}
+        for block in content:
+            if block["type"] == "server_tool_use" and block.get("id") not in results:
+                return _invalid(
+                    f"messages.{number}: '{block.get('name')}' tool use with id"
+                    f" '{block.get('id')}' was found without a corresponding"
+                    f" '{block.get('name')}_tool_result' block"
+                )
+    last = messages[-1]
+    if last.get("role") == "assistant":
+        content = last.get("content")
+        text = content if isinstance(content, str) else (content[-1].get("text") if content else "")
+        if isinstance(text, str) and text != text.rstrip():
+            return _invalid("final assistant content cannot end with trailing whitespace")
+    return None
+
+
+def _invalid(message: str) -> Reply:
+    return anthropic_error(400, "invalid_request_error", message)
 
 
 def sse(kind: str, **data: Any) -> str:

@@ -14,15 +14,16 @@ from typing import Any
 from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent, Step
 
 
-def endpoint_standin(path: str) -> ScriptedAgent:
+def endpoint_standin(path: str, refuse: Any = None) -> ScriptedAgent:
     """A stand-in answering only `POST path`, with 404 elsewhere as the real APIs do (the
-    Messages API's stand-in is one too)."""
+    Messages API's stand-in is one too); `refuse` answers a request the real API rejects."""
     not_found = {"error": {"message": "Not found", "type": "not_found"}}
     return ScriptedAgent(
         _no_reply,
         answers=lambda method, requested: method == "POST" and requested == path,
         not_found=Reply.json(404, not_found),
         content_type="text/event-stream",
+        refuse=refuse,
     )
 
 

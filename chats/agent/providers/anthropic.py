@@ -6,10 +6,16 @@ The wire (notes/PROTOCOL.md): `message_start`, then per content block `content_b
 A text block that carries citations is the cited span (its whole text), so its citations are
 emitted when the block stops, marker at its end. Citation offsets (`start_char_index`...)
 point into the source, not the answer: they are kept as evidence, never as answer offsets.
+
+A long server-side search may end a message with `stop_reason: "pause_turn"`. As Anthropic
+documents (https://docs.anthropic.com/en/docs/build-with-claude/tool-use/web-search-tool),
+the client sends the paused content back as the last assistant message and the answer goes on
+in a new response, read by the same adapter, up to `MAX_PAUSES` times.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -36,6 +42,11 @@ DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}
 )
 CUT_SHORT = "Anthropic stopped the answer at its output token limit, so it is cut short."
+MAX_PAUSES = 5  # pause_turn continuations of one answer; past this the answer ends there
+PAUSED_TOO_OFTEN = (
+    f"Anthropic paused its web search more than {MAX_PAUSES} times, so the answer is cut short."
+)
+USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens")
 ERROR_MESSAGES = {
     "overloaded_error": "Anthropic is overloaded right now; try again in a moment.",
     "rate_limit_error": "Anthropic is rate limiting requests; try again in a moment.",
@@ -55,6 +66,7 @@ class _Block:
     tool_name: str = ""
     input: Any = None
     input_json: list[str] = field(default_factory=list)
+    wire: dict[str, Any] = field(default_factory=dict)  # the block as sent back on a pause
 
 
 class AnthropicAdapter:
@@ -69,11 +81,30 @@ class AnthropicAdapter:
         self._usage: dict[str, Any] = {}
         self._stop_reason = ""
         self._finished = False
+        self._content: list[dict[str, Any]] = []  # the answer's blocks so far, as on the wire
+        self._message_blocks: dict[int, dict[str, Any]] = {}  # this message's, by index
+        self._usage_before: dict[str, int] = {}  # the paused messages' token counts
+        self.pauses = 0
+        self.paused = False
+        self.container_id = ""  # a container tool's, to reuse when continuing
 
     @property
     def finished(self) -> bool:
         """True once the message stopped or failed: a stream that ends before was cut."""
         return self._finished
+
+    @property
+    def paused_content(self) -> list[dict[str, Any]]:
+        """The assistant content to send back to continue a paused answer (every block so far,
+        as the API sent it: search results keep their encrypted content).
+
+        The API refuses a final assistant message that ends with whitespace, so a last text
+        block is sent without its trailing blanks (the answer shown keeps them).
+        """
+        content = copy.deepcopy(self._content)
+        if content and content[-1].get("type") == "text":
+            content[-1]["text"] = str(content[-1].get("text") or "").rstrip()
+        return content
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
         kind, document = message.kind, message.document
@@ -92,7 +123,10 @@ class AnthropicAdapter:
     def _events(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
         match kind:
             case "message_start":
+                self.paused = False
+                self._stop_reason = ""
                 started = _dict(document.get("message"))
+                self._note_container(started.get("container"))
                 self._message_id = str(started.get("id") or "")
                 self._model = str(started.get("model") or "")
                 self._usage.update(_dict(started.get("usage")))
@@ -112,10 +146,13 @@ class AnthropicAdapter:
                 block = self._blocks.pop(document.get("index"), None)  # type: ignore[arg-type]
                 return self._block_stop(block) if block is not None else []
             case "message_delta":
+                self._note_container(_dict(document.get("delta")).get("container"))
                 self._stop_reason = str(_dict(document.get("delta")).get("stop_reason") or "")
                 self._usage.update(_dict(document.get("usage")))
                 return []
             case "message_stop":
+                if self._stop_reason == "pause_turn" and self.pauses < MAX_PAUSES:
+                    return self._pause()
                 return self._stop()
             case "error":
                 self._finished = True
@@ -129,10 +166,15 @@ class AnthropicAdapter:
                 return [ErrorEvent(error=message)]
         return []  # ping and future types
 
+    def _note_container(self, container: Any) -> None:
+        if isinstance(_dict(container).get("id"), str):
+            self.container_id = _dict(container)["id"]
+
     def _block_start(self, index: int, data: dict[str, Any]) -> list[AgentEvent]:
         kind = str(data.get("type") or "")
-        block = _Block(type=kind, start=self._answer_length)
+        block = _Block(type=kind, start=self._answer_length, wire=copy.deepcopy(data))
         self._blocks[index] = block
+        self._message_blocks[index] = block.wire
         events: list[AgentEvent] = []
         if kind == "text":
             block.has_citations = isinstance(data.get("citations"), list)
@@ -148,20 +190,27 @@ class AnthropicAdapter:
         return events
 
     def _block_delta(self, block: _Block, delta: dict[str, Any]) -> list[AgentEvent] | None:
+        wire = block.wire
         match delta.get("type"):
             case "text_delta":
                 text = delta.get("text")
                 if not isinstance(text, str):
                     return None
+                wire["text"] = str(wire.get("text") or "") + text
                 return [self._text(text)] if text else []
             case "citations_delta":
                 citation = delta.get("citation")
                 if not isinstance(citation, dict):
                     return None
                 block.citations.append(citation)
+                wire.setdefault("citations", []).append(citation)
             case "input_json_delta":
                 if isinstance(delta.get("partial_json"), str):
                     block.input_json.append(delta["partial_json"])
+            case "thinking_delta" if isinstance(delta.get("thinking"), str):
+                wire["thinking"] = str(wire.get("thinking") or "") + delta["thinking"]
+            case "signature_delta" if isinstance(delta.get("signature"), str):
+                wire["signature"] = delta["signature"]
         return []
 
     def _block_stop(self, block: _Block) -> list[AgentEvent]:
@@ -179,6 +228,7 @@ class AnthropicAdapter:
                     arguments = json.loads("".join(block.input_json))
                 except ValueError:
                     arguments = {}
+                block.wire["input"] = arguments
             query = one_line(_dict(arguments).get("query"))
             if query:
                 self._queries[block.tool_id] = query
@@ -210,23 +260,42 @@ class AnthropicAdapter:
         )
         return [AuditEvent(tool_calls=(call,))]
 
+    def _pause(self) -> list[AgentEvent]:
+        """The message paused mid-search: keep its content and usage for the continuation."""
+        self.pauses += 1
+        self.paused = True
+        self._content.extend(self._message_blocks[i] for i in sorted(self._message_blocks))
+        self._message_blocks = {}
+        for name in USAGE_COUNTS:
+            self._usage_before[name] = self._usage_before.get(name, 0) + _count(
+                self._usage.get(name)
+            )
+        self._usage = {}
+        return []
+
     def _stop(self) -> list[AgentEvent]:
         self._finished = True
+        self.paused = False
+        if self._stop_reason == "pause_turn":
+            return [ErrorEvent(error=PAUSED_TOO_OFTEN)]
         if self._stop_reason == "refusal":
             return [ErrorEvent(error="Claude declined to answer this request (a safety refusal).")]
         if self._stop_reason == "max_tokens":
             return [ErrorEvent(error=CUT_SHORT)]
-        usage = self._usage
+        usage = {
+            name: self._usage_before.get(name, 0) + _count(self._usage.get(name))
+            for name in USAGE_COUNTS
+        }
         consumption = (
             (
                 {
                     "type": self._model or "anthropic",
-                    "input_tokens": usage.get("input_tokens") or 0,
-                    "output_tokens": usage.get("output_tokens") or 0,
-                    "cached_tokens": usage.get("cache_read_input_tokens") or 0,
+                    "input_tokens": usage["input_tokens"],
+                    "output_tokens": usage["output_tokens"],
+                    "cached_tokens": usage["cache_read_input_tokens"],
                 },
             )
-            if usage
+            if self._usage or self._usage_before
             else ()
         )
         # No checkpoint: Anthropic keeps no conversation, so a follow-up sends the history.
@@ -237,7 +306,7 @@ def _citation(data: dict[str, Any], start: int, end: int) -> Citation:
     """One `citations[]` entry of a text block: the block's span, and where it came from."""
     cited_text = data.get("cited_text")
     passages = (Passage(text=cited_text),) if isinstance(cited_text, str) and cited_text else ()
-    kind = data.get("type")
+    kind = data.get("type") if isinstance(data.get("type"), str) else repr(data.get("type"))
     if kind == "web_search_result_location":
         source = _web_source(data.get("url"), data.get("title"), None, data)
     elif kind in DOCUMENT_LOCATIONS:
@@ -309,6 +378,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _count(value: Any) -> int:
+    return value if _is_int(value) and value >= 0 else 0
+
+
 # --- Client ----------------------------------------------------------------------------------
 
 
@@ -329,9 +402,12 @@ class AnthropicClient(SdkStream):
 
             max_tokens = getattr(settings, "ANTHROPIC_MAX_TOKENS", 4096)
         self.max_tokens = max_tokens
+        self._answer_adapter = AnthropicAdapter()
 
     def _adapter(self) -> AnthropicAdapter:
-        return AnthropicAdapter()
+        # One adapter per attempt; the continuations of a paused answer feed the same one.
+        self._answer_adapter = AnthropicAdapter()
+        return self._answer_adapter
 
     def _client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
@@ -351,10 +427,50 @@ class AnthropicClient(SdkStream):
             )
         ]
         messages.append({"role": "user", "content": self.request.message})
-        return await client.messages.create(
-            model=self.config.model,
-            max_tokens=self.max_tokens,
-            messages=messages,
-            tools=[{"type": "web_search_20250305", "name": "web_search"}],
-            stream=True,
-        )
+        adapter = self._answer_adapter
+
+        async def request(assistant: list[dict[str, Any]] | None) -> Any:
+            sent = (
+                [*messages, {"role": "assistant", "content": assistant}] if assistant else messages
+            )
+            # A container tool's work is in its container: the continuation reuses it.
+            options = {"container": adapter.container_id} if adapter.container_id else {}
+            return await client.messages.create(
+                model=self.config.model,
+                max_tokens=self.max_tokens,
+                messages=sent,
+                tools=[{"type": "web_search_20250305", "name": "web_search"}],
+                stream=True,
+                **options,
+            )
+
+        return _Continuing(await request(None), adapter, request)
+
+
+class _Continuing:
+    """The SDK's event stream of one answer, across its `pause_turn` continuations.
+
+    When a response ends paused (the adapter, fed each event first, says so), the paused
+    content is sent back as the last assistant message and the next response's events follow
+    on; the adapter stops pausing after `MAX_PAUSES`.
+    """
+
+    def __init__(self, first: Any, adapter: AnthropicAdapter, request: Any) -> None:
+        self._stream = first
+        self._adapter = adapter
+        self._request = request
+
+    def __aiter__(self) -> Any:
+        return self._events()
+
+    async def _events(self) -> Any:
+        while True:
+            async for item in self._stream:
+                yield item
+            if not self._adapter.paused:
+                return
+            await self._stream.close()
+            self._stream = await self._request(self._adapter.paused_content)
+
+    async def close(self) -> None:
+        await self._stream.close()

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from chats.agent.events import AgentEvent, AuditEvent, GroundingEvent, event_from_fields
+from chats.agent.events import (
+    SKIPPED,
+    AgentEvent,
+    AuditEvent,
+    GroundingEvent,
+    UnknownEvent,
+    event_from_fields,
+)
 from chats.agent.sse import StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import (
@@ -61,6 +68,9 @@ def event_from_message(
         return GroundingEvent(
             citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
         )
+    if kind == SKIPPED:  # our reader's own type: an agent cannot send it
+        payload = {k: v for k, v in message.items() if k != "type"}
+        return UnknownEvent(type=kind, payload=payload, chat_id=chat_id, raw=raw)
     # The envelope's conversation id, not any the message carries (UnknownEvent drops it).
     return event_from_fields(message, chat_id=chat_id, raw=raw)
 

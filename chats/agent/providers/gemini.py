@@ -4,14 +4,16 @@ The one place that reads Gemini's `GenerateContentResponse` JSON (seed 003, note
 "What each provider's streaming body looks like on the wire"). The answer is the concatenation of
 candidate 0's text parts across chunks; `groundingMetadata` may come on any chunk and is merged;
 segment offsets are UTF-8 **byte** offsets into the answer and become code-point offsets here.
-The live client feeds the official SDK's response objects, dumped back to the wire's camelCase
-JSON, to the same adapter that `render_stream --provider gemini` uses, so both read alike.
+The live client reads the body the official SDK receives, line by line, with the same reader
+and adapter that `render_stream --provider gemini` uses, so both read alike; a chunk whose shape
+the SDK refuses (a non-integer offset) costs that citation, not the turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import codecs
 import functools
 import json
 import logging
@@ -20,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pydantic
 
 from chats.agent.client import AgentError, http_transport, stream_timeout
 from chats.agent.events import (
@@ -42,7 +45,7 @@ from chats.agent.providers.attempts import (
     with_retries,
 )
 from chats.agent.redaction import redact
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
@@ -263,9 +266,12 @@ def _support_citations(
         relevance = score if is_number else None
         valid_index = _is_count(index) and index < len(chunks)
         source = grounding_source(chunks[index]) if valid_index else None
+        # A file-search or retrieval chunk carries the source's own text: that is the passage.
+        own_text = _retrieved_text(chunks[index]) if valid_index else ""
+        passage_text = own_text or segment_text
         passages = (
-            (Passage(text=segment_text, relevance=relevance),)
-            if isinstance(segment_text, str) and segment_text.strip()
+            (Passage(text=passage_text, relevance=relevance),)
+            if isinstance(passage_text, str) and passage_text.strip()
             else ()
         )
         citations.append(
@@ -295,13 +301,35 @@ def grounding_source(chunk: dict[str, Any]) -> SourceDocument:
     raw_url = detail.get("uri") if isinstance(detail.get("uri"), str) else ""
     url = http_url(raw_url)
     title = one_line(detail.get("title"))
+    # A retrieved document without a title is named by its file's name, not "Source".
+    document = "" if web is not None else _file_name(raw_url or detail.get("documentName"))
     return SourceDocument(
         key=bounded_key("url", raw_url) or bounded_key("title", title) or content_key(chunk),
         type="WEB" if web is not None else "DOCUMENT",
-        name=title or url_host(url) or one_line(detail.get("domain")) or "Source",
+        name=title or document or url_host(url) or one_line(detail.get("domain")) or "Source",
+        headline=title if web is None else "",
         url=url,
         data=chunk,
     )
+
+
+def _retrieved_text(chunk: dict[str, Any]) -> str:
+    """The text of a `retrievedContext` chunk (file search, RAG), or ""."""
+    detail = chunk.get("retrievedContext")
+    if not isinstance(detail, dict):
+        return ""
+    rag = detail.get("ragChunk") if isinstance(detail.get("ragChunk"), dict) else {}
+    for text in (detail.get("text"), rag.get("text")):
+        if isinstance(text, str) and text.strip():
+            return text
+    return ""
+
+
+def _file_name(value: Any) -> str:
+    """The last segment of a document's URI or resource name ("gs://b/q3.pdf" → "q3.pdf")."""
+    if not isinstance(value, str):
+        return ""
+    return one_line(value.rstrip("/").rsplit("/", 1)[-1])
 
 
 def _first_candidate(candidates: Any) -> dict[str, Any]:
@@ -393,8 +421,8 @@ class GeminiClient:
         genai, errors, types = await asyncio.to_thread(load_sdk)
 
         timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
-        adapter = GeminiAdapter()
-        transport = _FixedTimeouts(self._transport or http_transport(), timeout)
+        reader = StreamReader(GeminiAdapter(), max_line_chars=_max_line_chars())
+        transport = _WireTap(self._transport or http_transport(), timeout, reader)
         async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
             client = genai.Client(
                 api_key=self.config.api_key,
@@ -416,23 +444,28 @@ class GeminiClient:
                     contents=request_contents(self.request),
                     config=config,
                 )
-                async for response in stream:
-                    document = response_document(response)
-                    text = json.dumps(document, ensure_ascii=False)
-                    events = adapter.feed(StreamMessage(event="", document=document, text=text))
-                    if events is None:
-                        self.malformed_lines += 1
-                        continue
-                    for event in events:
-                        started = True
-                        yield event
+                try:
+                    async for _response in stream:  # the SDK reads what the tap reads first
+                        for event in transport.take():
+                            started = True
+                            yield event
+                except pydantic.ValidationError as error:
+                    # The SDK refused one chunk's shape (a non-integer offset, say): our
+                    # adapter reads it as it does a saved body, so only what is wrong is lost.
+                    logger.warning(
+                        "Gemini sent a chunk the SDK could not read (%d errors)",
+                        error.error_count(),
+                    )
+                    await transport.drain()
             except errors.APIError as error:
                 raise self._api_error(error, started) from None
             except TRANSPORT_ERRORS as error:
                 raise transport_failure(
                     error, started, "Gemini", self._host(), self.config
                 ) from None
-            for event in adapter.close():
+            finally:
+                self.malformed_lines = reader.malformed_lines
+            for event in [*transport.take(), *reader.close()]:
                 yield event
 
     def _api_error(self, error: Any, started: bool) -> Exception:
@@ -490,6 +523,72 @@ class _FixedTimeouts(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+class _WireTap(_FixedTimeouts):
+    """Our timeouts, and a copy of the answer's body read by our own reader as the SDK reads it.
+
+    The stream is asked for unencoded (`identity`): the tap sees the bytes as sent.
+    """
+
+    def __init__(
+        self, inner: httpx.AsyncBaseTransport, timeout: httpx.Timeout, reader: StreamReader
+    ) -> None:
+        super().__init__(inner, timeout)
+        self._reader = reader
+        self._events: list[AgentEvent] = []
+        self._body: _TeeStream | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.headers["Accept-Encoding"] = "identity"
+        response = await super().handle_async_request(request)
+        if response.status_code == 200 and isinstance(response.stream, httpx.AsyncByteStream):
+            self._body = _TeeStream(response.stream, self._take_text)
+            response.stream = self._body
+        return response
+
+    def _take_text(self, text: str) -> None:
+        self._events.extend(self._reader.feed_text(text))
+
+    def take(self) -> list[AgentEvent]:
+        """The events read since the last call."""
+        events, self._events = self._events, []
+        return events
+
+    async def drain(self) -> None:
+        """Read the rest of the body ourselves (the SDK stopped reading it)."""
+        if self._body is not None:
+            await self._body.drain()
+
+
+class _TeeStream(httpx.AsyncByteStream):
+    """A response body that hands each chunk's text to `take` as it passes on."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, take: Any) -> None:
+        self._inner = inner
+        self._chunks = inner.__aiter__()
+        self._take = take
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            self._take(self._decoder.decode(chunk))
+            yield chunk
+        self._take(self._decoder.decode(b"", final=True))
+
+    async def drain(self) -> None:
+        async for chunk in self._chunks:
+            self._take(self._decoder.decode(chunk))
+        self._take(self._decoder.decode(b"", final=True))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _max_line_chars() -> int:
+    from django.conf import settings
+
+    return getattr(settings, "AGENT_MAX_LINE_BYTES", DEFAULT_MAX_LINE_CHARS)
 
 
 def response_document(response: Any) -> dict[str, Any]:

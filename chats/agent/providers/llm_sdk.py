@@ -137,11 +137,14 @@ class LlmSdkAdapter:
 
 
 def _part_citations(index: int, part: _TextPart) -> list[Citation]:
-    runs = part.runs or [[None, None]]  # a cited part with no text: refused by the resolver
+    if not part.runs:  # a cited part with no text: its sources are cited, not placed
+        return [
+            citation_of(data, start=None, end=None, part_index=index) for data in part.citations
+        ]
     return [
         citation_of(data, start=start, end=end, part_index=index)
         for data in part.citations
-        for start, end in runs
+        for start, end in part.runs
     ]
 
 
@@ -161,6 +164,7 @@ def citation_of(data: dict[str, Any], *, start: int | None, end: int | None, par
         problem="" if isinstance(source, str) and source.strip() else "citation has no source",
         # start_index/end_index index the source document: kept as evidence, not placed.
         data={**data, "part_index": part_index},
+        unplaced=start is None and end is None,
     )
 
 

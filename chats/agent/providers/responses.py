@@ -16,6 +16,7 @@ that no annotation ever names is still a citation of its URL: the text said so.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,8 @@ from citations.references import Citation, SourceDocument, ToolCall
 from citations.sources import bounded_key, http_url, one_line, url_host
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
+# Annotations that cite a source: a web page, or a file of a file search or a container.
+CITATION_TYPES = frozenset({"url_citation", "file_citation", "container_file_citation"})
 MAX_LINK_CHARS = 2048  # past this, a `[` that never closed is plain text: stop holding it back
 
 
@@ -95,22 +98,37 @@ class _Link:
 
 @dataclass
 class _Part:
-    """One output_text content part: its raw text and how it maps onto the answer."""
+    """One output_text content part: its raw text and how it maps onto the answer.
+
+    `kept` and `links` are disjoint runs of the raw text in order, so a raw offset is found by
+    bisection: reading stays linear in links x citations.
+    """
 
     pending: str = ""  # the text not decided yet: what may still become a link
     done: int = 0  # the raw offset where `pending` starts; everything before is decided
     kept: list[tuple[int, int, int]] = field(default_factory=list)  # raw start, end, answer start
+    kept_ends: list[int] = field(default_factory=list)  # each kept run's raw end
     links: list[_Link] = field(default_factory=list)
+    link_ends: list[int] = field(default_factory=list)  # each link's raw end
+
+    def link_over(self, start: int, end: int) -> _Link | None:
+        """Return the first removed link the raw span [start, end) overlaps, if any."""
+        index = bisect.bisect_right(self.link_ends, start)
+        if index < len(self.links) and self.links[index].raw_start < end:
+            return self.links[index]
+        return None
 
     def answer_offset(self, raw_index: int, answer_length: int) -> int | None:
         """Return the answer offset of a raw index (a removed link maps to its marker)."""
-        for link in self.links:
-            if link.raw_start < raw_index < link.raw_end:
-                return link.answer_at
-        for raw_start, raw_end, answer_start in self.kept:
-            if raw_start <= raw_index <= raw_end:
-                return answer_start + raw_index - raw_start
-        for link in self.links:
+        link = self.link_over(raw_index, raw_index + 1)
+        if link is not None and link.raw_start < raw_index:  # strictly inside the link
+            return link.answer_at
+        index = bisect.bisect_left(self.kept_ends, raw_index)
+        if index < len(self.kept) and self.kept[index][0] <= raw_index:
+            raw_start, _, answer_start = self.kept[index]
+            return answer_start + raw_index - raw_start
+        index = bisect.bisect_left(self.link_ends, raw_index)
+        for link in self.links[max(index - 1, 0) : index + 1]:
             if raw_index in (link.raw_start, link.raw_end):
                 return link.answer_at
         return answer_length if raw_index == self.done else None
@@ -126,8 +144,10 @@ class ResponsesAdapter:
         self.provider = FLAVOURS[flavour]
         self._shape = LINK_SHAPES[flavour]
         self._parts: dict[tuple[int, int], _Part] = {}
-        self._answer: list[str] = []
         self._answer_length = 0
+        # The answer since the last marker or line break, where the next claim may start.
+        self._tail: list[str] = []
+        self._tail_start = 0
         self._claim_points: list[tuple[int, int]] = []  # (marker offset, claim start)
         self._annotations_seen: set[tuple[Any, ...]] = set()
         self._waiting: list[tuple[tuple[int, int], dict[str, Any]]] = []
@@ -237,29 +257,34 @@ class ResponsesAdapter:
         if part.kept and part.kept[-1][1] == start:  # extend the previous run
             raw_start, _, answer_start = part.kept[-1]
             part.kept[-1] = (raw_start, end, answer_start)
+            part.kept_ends[-1] = end
         else:
             part.kept.append((start, end, self._answer_length))
-        self._answer.append(piece)
+            part.kept_ends.append(end)
+        line_break = piece.rfind("\n")
+        if line_break == -1:
+            self._tail.append(piece)
+        else:
+            self._tail = [piece[line_break + 1 :]]
+            self._tail_start = self._answer_length + line_break + 1
         self._answer_length += len(piece)
         return piece
 
     def _remove(self, part: _Part, start: int, end: int, url: str) -> None:
         at = self._answer_length
         part.links.append(_Link(start, end, at, self._claim_start(at), url))
+        part.link_ends.append(end)
 
     def _claim_start(self, at: int) -> int:
-        """Where the claim a marker at `at` supports starts: after the previous marker, or at
-        the start of its paragraph, past whitespace. Adjacent markers share one claim."""
+        """Where the claim a marker at `at` (the answer's end) supports starts: after the
+        previous marker, or at the start of its paragraph, past whitespace. Adjacent markers
+        share one claim."""
         if self._claim_points and self._claim_points[-1][0] == at:
             return self._claim_points[-1][1]
-        answer = "".join(self._answer)
-        self._answer[:] = [answer]
-        floor = answer.rfind("\n", 0, at) + 1
-        if self._claim_points:
-            floor = max(floor, self._claim_points[-1][0])
-        start = floor
-        while start < at and answer[start].isspace():
-            start += 1
+        floor = self._tail_start  # after the last line break or marker, whichever is later
+        tail = "".join(self._tail)
+        start = floor + len(tail) - len(tail.lstrip())
+        self._tail, self._tail_start = [], at
         if start == at and self._claim_points and self._claim_points[-1][0] >= floor - 1:
             start = self._claim_points[-1][1]  # only whitespace since the last marker
         self._claim_points.append((at, start))
@@ -268,14 +293,10 @@ class ResponsesAdapter:
     # --- annotations ---
 
     def _annotate(self, key: tuple[int, int], annotation: dict[str, Any]) -> list[AgentEvent]:
-        if annotation.get("type") != "url_citation":
+        if annotation.get("type") not in CITATION_TYPES:
             return []
-        identity = (
-            key,
-            annotation.get("start_index"),
-            annotation.get("end_index"),
-            annotation.get("url"),
-        )
+        names = ("type", "start_index", "end_index", "url", "file_id", "index")
+        identity = (key, *(_hashable(annotation.get(name)) for name in names))
         if identity in self._annotations_seen:
             return []  # streamed first, repeated in response.completed
         self._annotations_seen.add(identity)
@@ -298,11 +319,19 @@ class ResponsesAdapter:
 
     def _citation(self, part: _Part | None, annotation: dict[str, Any]) -> Citation:
         start, end = annotation.get("start_index"), annotation.get("end_index")
-        source = self._source(annotation.get("url"), annotation.get("title"))
+        if annotation.get("type") == "url_citation":
+            source = self._source(annotation.get("url"), annotation.get("title"))
+        else:
+            source = _file_source(annotation)
+        if start is None and end is None:
+            # No span (xAI with inline citations off; a file search's `file_citation`, which
+            # names one point): the source is still cited.
+            return Citation(start=None, end=None, source=source, data=annotation, unplaced=True)
         if not (_is_int(start) and _is_int(end)):
-            return Citation(start=None, end=None, source=source, data=annotation)
+            problem = f"offsets {start!r}-{end!r} are not integers"[:200]
+            return Citation(start=None, end=None, source=source, problem=problem, data=annotation)
         if part is not None:
-            link = next((k for k in part.links if k.raw_start < end and start < k.raw_end), None)
+            link = part.link_over(start, end)
             if link is not None:  # it spans an inline link: the marker goes where it stood
                 link.cited = True
                 return Citation(
@@ -456,6 +485,21 @@ class ResponsesAdapter:
         return [replace(event, raw=raw) for event in events]
 
 
+def _file_source(annotation: dict[str, Any]) -> SourceDocument | None:
+    """The file a `file_citation` or `container_file_citation` names, by its file name."""
+    file_id, filename = annotation.get("file_id"), one_line(annotation.get("filename"))
+    key = bounded_key("file", file_id) or bounded_key("file", filename)
+    if key is None:
+        return None
+    return SourceDocument(
+        key=key,
+        type="DOCUMENT",
+        name=filename or one_line(file_id) or "File",
+        headline=filename,
+        data=annotation,
+    )
+
+
 def _incomplete_message(provider: str, reason: Any) -> str:
     if reason == "content_filter":
         return f"{provider} stopped the answer: its safety filter blocked it."
@@ -479,6 +523,11 @@ def _query_from_arguments(arguments: Any) -> str:
         except ValueError:
             return ""
     return one_line(_dict(arguments).get("query"))
+
+
+def _hashable(value: Any) -> Any:
+    """A value as a set member: a malformed list or object becomes its text."""
+    return value if isinstance(value, str | int | float | None) else repr(value)
 
 
 def _is_int(value: Any) -> bool:

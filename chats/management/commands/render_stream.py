@@ -53,6 +53,8 @@ class Command(BaseCommand):
         if rendering:
             self.stdout.write(rendering, ending="" if rendering.endswith("\n") else "\n")
 
+        for notice in transcript.skipped:
+            self.stderr.write(notice)
         if malformed:
             self.stderr.write(f"Skipped {malformed} malformed line(s).")
         if invalid := cited.invalid_references:

@@ -176,8 +176,12 @@ def test_a_line_over_the_cap_is_skipped_whole_and_counted():
     events = reader.feed_text(line({"type": "ANSWER", "content": "x" * 200}))
     events += reader.feed_text(line({"type": "ANSWER", "content": "ok"}))
     events += reader.close()
-    assert [e.content for e in events] == ["ok"]
+    assert [e.content for e in events if e.type == "ANSWER"] == ["ok"]
     assert reader.malformed_lines == 1
+    # ... and said, with its size and the setting that bounds it.
+    assert [e.notice for e in events if e.type == "STREAM_SKIPPED"] == [
+        "Part of the answer (269 bytes) was over AGENT_MAX_LINE_BYTES and is not shown."
+    ]
 
 
 def test_an_endless_line_is_dropped_as_it_arrives_not_buffered():

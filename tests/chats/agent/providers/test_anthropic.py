@@ -368,3 +368,103 @@ async def test_unreachable_stalled_dropped_and_cut(standin):
         await run(client(standin.url))
     assert raised.value.kind == "dropped"
     assert len(standin.requests) == 3  # the cut streams were never replayed
+
+
+# --- pause_turn: a long search paused, sent back and read on ---------------------------------
+
+
+def paused_reply(message_id, text, stop="pause_turn"):
+    return Reply(
+        body=[
+            message_start(message_id),
+            *search_blocks(0, "CPI October 2025", RESULTS),
+            *text_block(2, [text], [WEB] if stop != "pause_turn" else []),
+            *message_end(stop, output_tokens=7),
+        ]
+    )
+
+
+async def test_a_paused_turn_is_sent_back_and_the_answer_read_to_its_end(standin):
+    standin.queue(
+        paused_reply("msg_1", "Now continuing with the remaining searches:"),
+        paused_reply("msg_2", " Inflation eased to 2.4%.", stop="end_turn"),
+    )
+    events = await run(client(standin.url))
+    transcript, result = cited(events)
+    assert transcript.answer == (
+        "Now continuing with the remaining searches: Inflation eased to 2.4%."
+    )
+    assert transcript.completed and not transcript.failed
+    assert render_markdown(result).startswith(
+        "Now continuing with the remaining searches: Inflation eased to 2.4%.[^1]"
+    )
+    assert transcript.consumption[0]["output_tokens"] == 14  # both responses
+    assert len(standin.payloads) == 2
+    first, second = standin.payloads
+    assert second["messages"][:-1] == first["messages"]
+    assert second["messages"][-1] == {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {"query": "CPI October 2025"},
+            },
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": RESULTS},
+            {"type": "text", "text": "Now continuing with the remaining searches:"},
+        ],
+    }
+    assert (second["tools"], second["model"]) == (first["tools"], first["model"])
+    assert "container" not in second  # no container tool was used
+
+
+async def test_a_paused_text_ending_in_blanks_is_sent_back_as_the_api_accepts_it(standin):
+    standin.queue(
+        paused_reply("msg_1", "Searching more:\n\n"),
+        paused_reply("msg_2", "Inflation eased to 2.4%.", stop="end_turn"),
+    )
+    transcript, _ = cited(await run(client(standin.url)))
+    assert (transcript.completed, transcript.error) == (True, "")
+    assert transcript.answer == "Searching more:\n\nInflation eased to 2.4%."
+    assert standin.payloads[1]["messages"][-1]["content"][-1]["text"] == "Searching more:"
+
+
+async def test_the_stand_in_refuses_what_the_messages_api_refuses(standin):
+    broken = [
+        {"role": "user", "content": "Q"},
+        {"role": "assistant", "content": [{"type": "server_tool_use", "id": "srvtoolu_9",
+                                           "name": "web_search", "input": {}}]},
+    ]  # fmt: skip
+    request = type("Request", (), {"json": {"messages": broken}})()
+    assert standin.refuse(request).status == 400
+
+
+async def test_a_paused_turn_reuses_its_container(standin):
+    paused = paused_reply("msg_1", "Searching on:")
+    container = {"id": "container_011CRx", "expires_at": "2026-11-27T23:00:00Z"}
+    paused.body[-2] = sse(
+        "message_delta",
+        delta={"stop_reason": "pause_turn", "stop_sequence": None, "container": container},
+        usage={"output_tokens": 7},
+    )
+    standin.queue(paused, paused_reply("msg_2", " Done.", stop="end_turn"))
+    transcript, _ = cited(await run(client(standin.url)))
+    assert transcript.completed
+    assert standin.payloads[1]["container"] == "container_011CRx"
+
+
+async def test_a_turn_that_keeps_pausing_ends_after_the_cap_with_a_clear_message(standin):
+    from chats.agent.providers.anthropic import MAX_PAUSES, PAUSED_TOO_OFTEN
+
+    standin.queue(*(paused_reply(f"msg_{n}", f"Part {n}.") for n in range(MAX_PAUSES + 1)))
+    events = await run(client(standin.url))
+    transcript, _ = cited(events)
+    assert len(standin.payloads) == MAX_PAUSES + 1
+    assert transcript.error == PAUSED_TOO_OFTEN
+    assert transcript.answer == "".join(f"Part {n}." for n in range(MAX_PAUSES + 1))
+    # Each continuation sends every block so far: the last carries all the earlier texts.
+    last = standin.payloads[-1]["messages"][-1]["content"]
+    assert [b["text"] for b in last if b["type"] == "text"] == [
+        f"Part {n}." for n in range(MAX_PAUSES)
+    ]

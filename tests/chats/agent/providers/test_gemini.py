@@ -530,3 +530,71 @@ def test_a_stored_run_reads_back_to_the_same_cited_answer():
     assert markdown(Transcript.from_log(stored)) == (FIXTURES / "gemini.md").read_text(
         encoding="utf-8"
     )
+
+
+# --- a malformed citation costs that citation only; retrieved documents' own text ------------
+
+
+@pytest.mark.parametrize("bad_offset", [12.5, "twelve", -3])
+async def test_a_non_integer_offset_drops_that_citation_not_the_turn(gemini, bad_offset):
+    documents = grounded_answer(SENTENCES, SOURCES, pieces=3)
+    last = documents[-1]["candidates"][0]
+    supports = last["groundingMetadata"]["groundingSupports"]
+    supports[1]["segment"]["startIndex"] = bad_offset
+    supports.append({"segment": {"endIndex": 4}})  # no groundingChunkIndices: cites nothing
+    gemini.queue(stream(*documents))
+    transcript = await collect(client(gemini.url))
+    assert transcript.completed and not transcript.failed
+    assert transcript.answer == "".join(SENTENCES)  # the last chunk's text is kept
+    result = resolve_citations(answer=transcript.answer, citations=transcript.citations)
+    assert [r.problem for r in result.invalid_references] == ["segment offsets are not integers"]
+    assert markdown(transcript) == (
+        "株価 rose 4% 📈.[^1] Analysts 👩‍💻 were pleased. Café owners agreed.[^1]\n\n"
+        "[^1]: [koreaherald.example](https://www.koreaherald.example/a)\n"
+    )
+
+
+FILE_CHUNKS = [
+    {
+        "retrievedContext": {
+            "title": "Q3 shareholder letter",
+            "text": "Revenue grew 12% to $4.1 billion in the third quarter.",
+            "fileSearchStore": "fileSearchStores/letters-1",
+        }
+    },
+    {
+        "retrievedContext": {
+            "uri": "gs://filings/annual-2025.pdf",
+            "text": "Gross margin was 31%.",
+        }
+    },
+]
+
+
+async def test_file_search_chunks_are_their_own_passage_and_named_by_their_title(gemini):
+    answer = "Revenue grew 12%. Margin was 31%."
+    last = chunk(answer, finishReason="STOP")
+    last["candidates"][0]["groundingMetadata"] = {
+        "groundingChunks": FILE_CHUNKS,
+        "groundingSupports": [
+            {
+                "segment": {"endIndex": 17, "text": "Revenue grew 12%."},
+                "groundingChunkIndices": [0],
+            },
+            {
+                "segment": {"startIndex": 18, "endIndex": 33, "text": "Margin was 31%."},
+                "groundingChunkIndices": [1],
+            },
+        ],
+    }
+    gemini.queue(stream(last))
+    transcript = await collect(client(gemini.url))
+    result = resolve_citations(answer=transcript.answer, citations=transcript.citations)
+    assert [(s.label, s.type) for s in result.sources] == [
+        ("Q3 shareholder letter", "DOCUMENT"),
+        ("annual-2025.pdf", "DOCUMENT"),
+    ]
+    assert [[p.text for _, ps in c.passages for p in ps] for c in result.claims] == [
+        ["Revenue grew 12% to $4.1 billion in the third quarter."],
+        ["Gross margin was 31%."],
+    ]

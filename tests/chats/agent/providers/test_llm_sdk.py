@@ -307,3 +307,19 @@ def test_a_stored_run_reads_back_to_the_same_cited_answer():
     assert markdown(Transcript.from_log(stored)) == (FIXTURES / "llm-sdk.md").read_text(
         encoding="utf-8"
     )
+
+
+def test_a_citation_on_a_part_without_text_is_listed_not_placed():
+    citation = {"source": "https://pharma.example/label", "title": "Label"}
+    body = "\n".join(
+        json.dumps(d)
+        for d in (
+            {"delta": {"index": 0, "part": {"type": "text", "text": "Dose twice daily."}}},
+            {"delta": {"index": 1, "part": {"type": "text", "text": "", "citation": citation}}},
+        )
+    )
+    transcript, _, _ = read(body + "\n")
+    assert markdown(transcript) == (
+        "Dose twice daily.\n\n"
+        "[^1]: [Label](https://pharma.example/label) (not placed in the text)\n"
+    )

@@ -24,6 +24,7 @@ from chats.agent.providers.sdk import wire_document
 from chats.agent.sse import StreamMessage
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
+from citations.render_html import render_html
 from citations.resolve import resolve_citations
 from demo_agent.scripted import Drop, Reply, Sleep
 from tests.servers import free_port, serve_asgi
@@ -542,3 +543,95 @@ def test_only_a_possible_link_is_held_back(flavour, text, held):
     emitted = "".join(e.content for e in events if isinstance(e, AnswerEvent))
     assert emitted + held == text
     assert emitted == text.removesuffix(held)
+
+
+# --- citations without a position, malformed offsets ------------------------------------------
+
+
+def unplaced_annotation(n):
+    """xAI's `url_citation` when inline citations are off: a URL and its number, no offsets."""
+    return {"type": "url_citation", "url": f"https://news.example/{n}", "title": str(n)}
+
+
+async def test_xai_citations_without_a_position_are_all_listed_as_not_placed(standin):
+    annotations = [unplaced_annotation(n) for n in range(1, 6)]
+    standin.queue(stream(*answer_events(["Grok 5 ships ", "in May."], annotations)))
+    events = await run(client(XaiClient, standin.url))
+    transcript, result = cited(events)
+    assert transcript.completed
+    assert result.invalid_references == []
+    assert [s.url for s in result.sources] == [f"https://news.example/{n}" for n in range(1, 6)]
+    assert all(not s.placed for s in result.sources)
+    markdown = render_markdown(result)
+    assert markdown.startswith("Grok 5 ships in May.\n\n[^1]: [news.example]")
+    assert markdown.count("(not placed in the text)") == 5
+    html = render_html(result, doc_id="t1")
+    assert html.count('<span class="source-unplaced">(not placed in the text)</span>') == 5
+    assert 'href="https://news.example/5"' in html
+
+
+def test_a_source_cited_in_place_and_unplaced_is_numbered_once_in_place():
+    text = XAI_TEXT
+    annotations = [
+        link_annotation(text, XAI_LINK, "https://x.ai/news/colossus"),
+        {"type": "url_citation", "url": "https://x.ai/news/colossus", "title": "1"},
+        unplaced_annotation(7),
+    ]
+    _, result = cited(feed_all(ResponsesAdapter("xai"), answer_events([text], annotations)))
+    assert [(s.url, s.placed) for s in result.sources] == [
+        ("https://x.ai/news/colossus", True),
+        ("https://news.example/7", False),
+    ]
+    assert render_markdown(result) == (
+        "Colossus is in Memphis.[^1] It has 200k GPUs.\n\n"
+        "[^1]: [x.ai](https://x.ai/news/colossus)\n"
+        "[^2]: [news.example](https://news.example/7) (not placed in the text)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flavour", "start", "end"), [("xai", "23", 57), ("openai", 2.5, 9), ("xai", 23, None)]
+)
+def test_a_malformed_offset_drops_only_that_citation(flavour, start, end):
+    text = XAI_TEXT if flavour == "xai" else OPENAI_TEXT
+    good = link_annotation(text, XAI_LINK if flavour == "xai" else OPENAI_LINK, "https://a.ex/")
+    bad = {"type": "url_citation", "url": "https://b.ex/", "start_index": start}
+    if end is not None:
+        bad["end_index"] = end
+    transcript, result = cited(
+        feed_all(ResponsesAdapter(flavour), answer_events([text], [bad, good]))
+    )
+    assert transcript.completed
+    assert [s.url for s in result.sources] == ["https://a.ex/"]
+    assert len(result.invalid_references) == 1
+    assert "not integers" in result.invalid_references[0].problem
+
+
+async def test_file_search_citations_are_listed_by_their_file_names(standin):
+    text = "Revenue grew 12%. Margin was 31%."
+    annotations = [
+        {"type": "file_citation", "file_id": "file-q3", "filename": "q3-letter.pdf", "index": 17},
+        {"type": "file_citation", "file_id": "file-ar", "filename": "annual.pdf", "index": 33},
+        {
+            "type": "container_file_citation",
+            "container_id": "cntr_1",
+            "file_id": "cfile_9",
+            "filename": "margins.csv",
+            "start_index": 18,
+            "end_index": 33,
+        },
+    ]
+    standin.queue(stream(*answer_events([text], annotations)))
+    _, result = cited(await run(client(OpenAIClient, standin.url)))
+    assert result.invalid_references == []
+    assert [(s.label, s.type, s.placed) for s in result.sources] == [
+        ("margins.csv", "DOCUMENT", True),
+        ("q3-letter.pdf", "DOCUMENT", False),
+        ("annual.pdf", "DOCUMENT", False),
+    ]
+    assert render_markdown(result) == (
+        "Revenue grew 12%. Margin was 31%.[^1]\n\n"
+        "[^1]: margins.csv\n"
+        "[^2]: q3-letter.pdf (not placed in the text)\n"
+        "[^3]: annual.pdf (not placed in the text)\n"
+    )
