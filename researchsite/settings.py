@@ -318,3 +318,14 @@ WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
 WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
+
+# --- Charts and structured output: what a page shows of them --------------------------------
+# A chart's inline data past these caps is not drawn (shown as its table, cut to the caps); a
+# structured output's table shows at most these rows and columns (its CSV and JSON downloads
+# carry all of it). Cells longer than the cap are cut with an ellipsis.
+CHART_MAX_ROWS = env.int("CHART_MAX_ROWS", default=1_000)
+CHART_MAX_COLUMNS = env.int("CHART_MAX_COLUMNS", default=20)
+CHART_MAX_CELL_CHARS = env.int("CHART_MAX_CELL_CHARS", default=200)
+STRUCTURED_OUTPUT_MAX_ROWS = env.int("STRUCTURED_OUTPUT_MAX_ROWS", default=500)
+STRUCTURED_OUTPUT_MAX_COLUMNS = env.int("STRUCTURED_OUTPUT_MAX_COLUMNS", default=20)
+STRUCTURED_OUTPUT_MAX_CELL_CHARS = env.int("STRUCTURED_OUTPUT_MAX_CELL_CHARS", default=200)

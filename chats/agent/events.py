@@ -116,6 +116,9 @@ class ChartEvent(AgentEvent):
     data_points: Any = None
     start: int | None = None  # offsets into the answer, when the agent places the chart
     end: int | None = None
+    # The chart made safe as it arrived (`chats.answer.charts.safe_chart_event`): its spec or
+    # None, a note, its data table. Set by the site; an agent's own is replaced on arrival.
+    sanitized: dict[str, Any] | None = None
 
     def _payload(self) -> dict[str, Any]:
         return {
@@ -127,6 +130,7 @@ class ChartEvent(AgentEvent):
             "data_points": self.data_points,
             "start": self.start,
             "end": self.end,
+            **({"sanitized": self.sanitized} if self.sanitized is not None else {}),
         }
 
 
@@ -262,6 +266,9 @@ def event_from_fields(
                 data_points=data.get("data_points"),
                 start=_offset(data.get("start")),
                 end=_offset(data.get("end")),
+                sanitized=sanitized
+                if isinstance(sanitized := data.get("sanitized"), dict)
+                else None,
                 **common,
             )
         case "LLM_RETRY":

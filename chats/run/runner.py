@@ -42,6 +42,7 @@ from chats.live.protocol import (
 )
 from chats.models import Turn
 from chats.run.batches import DatabaseBatches
+from chats.run.rendering import rendered
 from chats.run.storable import storable_event
 from chats.selectors import BranchTurn, branch_turn
 from chats.services import (
@@ -267,6 +268,7 @@ class TurnRun:
             sanitized_events=self.sanitized_events,
         )
         try:
+            end = await rendered(end)  # citations, HTML, charts: off the loop and database thread
             await get_finish_batches().submit(Finish(end, self.siblings))  # stored, announced
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)
