@@ -24,7 +24,8 @@ from django.conf import settings
 from markdown_it import MarkdownIt
 
 from chats.agent.events import ChartEvent
-from chats.answer.chart_spec import MAX_SPEC_BYTES, DataCaps, UnsafeSpec, sanitize_spec
+from chats.answer import chart_spec
+from chats.answer.chart_spec import MAX_SPEC_BYTES, DataCaps, UnsafeSpec
 
 __all__ = ["MAX_SPEC_BYTES", "UnsafeSpec", "sanitize_spec"]
 
@@ -40,6 +41,11 @@ def chart_caps() -> DataCaps:
         columns=settings.CHART_MAX_COLUMNS,
         cell_chars=settings.CHART_MAX_CELL_CHARS,
     )
+
+
+def sanitize_spec(spec: Any, caps: DataCaps | None = None) -> dict[str, Any]:
+    """The spec as it is drawn, within the settings' caps by default (`chart_spec`)."""
+    return chart_spec.sanitize_spec(spec, caps or chart_caps())
 
 
 def safe_chart_event(event: ChartEvent) -> ChartEvent:
@@ -156,7 +162,9 @@ def table_cut_text(table: dict[str, Any], *, download: bool = False) -> str:
     return f"Showing {' and '.join(parts)}" + ("; download the CSV for all." if download else ".")
 
 
+# Block structure only: where each top-level block starts does not need its inline content.
 _BLOCKS = MarkdownIt("commonmark").enable("table")
+_BLOCKS.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
 _NEWLINE = re.compile("\n")
 
 
