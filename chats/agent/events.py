@@ -119,6 +119,9 @@ class ChartEvent(AgentEvent):
     # The chart made safe as it arrived (`chats.answer.charts.safe_chart_event`): its spec or
     # None, a note, its data table. Set by the site; an agent's own is replaced on arrival.
     sanitized: dict[str, Any] | None = None
+    # Its HTML for the live frame, rendered with it off the event loop (`chats.run.rendering`);
+    # not part of its data: the log keeps `sanitized`, and a page catching up renders that.
+    html: str | None = field(default=None, compare=False, repr=False)
 
     def _payload(self) -> dict[str, Any]:
         return {

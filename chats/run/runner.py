@@ -22,7 +22,7 @@ from django.db.models import prefetch_related_objects
 from django.template.loader import render_to_string
 
 from chats.agent.client import AgentError, AgentRequest
-from chats.agent.events import AgentEvent, AnswerEvent
+from chats.agent.events import AgentEvent, AnswerEvent, ChartEvent
 from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
 from chats.agent.transcript import Transcript
 from chats.answer import display
@@ -42,7 +42,7 @@ from chats.live.protocol import (
 )
 from chats.models import Turn
 from chats.run.batches import DatabaseBatches
-from chats.run.rendering import rendered
+from chats.run.rendering import arrived_chart, rendered
 from chats.run.storable import storable_event
 from chats.selectors import BranchTurn, branch_turn
 from chats.services import (
@@ -182,7 +182,10 @@ class TurnRun:
                                 f"The answer passed the limit of {max_events:,}"
                                 " events and was stopped there."
                             )
-                        event, data, replaced = storable_event(event)
+                        if type(event) is ChartEvent:  # sanitised and drawn off the loop
+                            event, data, replaced = await arrived_chart(event)
+                        else:
+                            event, data, replaced = storable_event(event)
                         self.sanitized_events += replaced
                         event, data, cut = self._within_answer_limit(event, data)
                         self.transcript.apply(event)
