@@ -21,6 +21,7 @@ from chats.answer.charts import (
 )
 from chats.live.protocol import event_view
 from chats.run.storable import storable_event
+from tests.chats.answer.chart_attacks import ATTACKS, with_x
 
 CAPS = DataCaps(rows=1_000, columns=20, cell_chars=200)
 
@@ -359,68 +360,6 @@ def test_the_export_shows_each_chart_as_a_data_table():
 
 
 # --- Attacks: what the event log stores as each arrives -------------------------------------
-
-DATED = [{"day": "2024-01-01", "v": 1}, {"day": "2024-02-01", "v": 2}]
-BACKTRACKING = "test(/(a+)+$/, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab') ? 2024 : 2025"
-
-
-def dated_spec(**extra: Any) -> dict[str, Any]:
-    return {
-        "data": {"values": DATED},
-        "mark": "line",
-        "encoding": {
-            "x": {"field": "day", "type": "temporal"},
-            "y": {"field": "v", "type": "quantitative"},
-        },
-        **extra,
-    }
-
-
-def with_x(**x: Any) -> dict[str, Any]:
-    return dated_spec(
-        encoding={"x": {"field": "day", "type": "temporal", **x}, "y": {"field": "v"}}
-    )
-
-
-ATTACKS = {
-    "expression in a date's year (scale domain)": with_x(
-        scale={"domain": [{"year": "1000 + 1000 + 24"}, {"year": 2025}]}
-    ),
-    "expression in a date's month (axis values)": with_x(axis={"values": [{"month": "1+1"}]}),
-    "backtracking regex in a date (filter)": dated_spec(
-        transform=[{"filter": {"field": "day", "equal": {"year": BACKTRACKING}}}]
-    ),
-    "backtracking regex in a filter string": dated_spec(
-        transform=[{"filter": f"test(/(a+)+$/, datum.day) || {BACKTRACKING}"}]
-    ),
-    "huge impute key sequence": dated_spec(
-        transform=[{"impute": "v", "key": "day", "keyvals": {"start": 0, "stop": 1e9, "step": 1}}]
-    ),
-    "huge impute in an encoding": with_x(impute={"keyvals": list(range(100_000))}),
-    "huge maxbins": dated_spec(
-        encoding={"x": {"field": "v", "bin": {"maxbins": 10**9}}, "y": {"aggregate": "count"}}
-    ),
-    "huge tickCount": with_x(axis={"tickCount": 10**9}),
-    "huge legend tickCount": dated_spec(
-        encoding={"color": {"field": "v", "legend": {"tickCount": 10**9}}}
-    ),
-    "huge repeat": {
-        "data": {"values": DATED},
-        "repeat": [f"f{i}" for i in range(10_000)],
-        "spec": {"mark": "bar", "encoding": {"x": {"field": {"repeat": "repeat"}}}},
-    },
-    "repeat of many views": {
-        "data": {"values": DATED},
-        "repeat": {"row": [f"r{i}" for i in range(20)], "column": [f"c{i}" for i in range(20)]},
-        "spec": {"mark": "point"},
-    },
-    "huge density steps": dated_spec(transform=[{"density": "v", "steps": 10**8}]),
-    "huge density maxsteps": dated_spec(transform=[{"density": "v", "maxsteps": 10**8}]),
-    "oversized width": dated_spec(width=50_000_000),
-    "oversized step": dated_spec(width={"step": 10**7}),
-    "tiny quantile step": dated_spec(transform=[{"quantile": "v", "step": 1e-9}]),
-    "log base 1": with_x(scale={"type": "log", "base": 1}),
-}
 
 
 @pytest.mark.parametrize("spec", ATTACKS.values(), ids=ATTACKS.keys())
