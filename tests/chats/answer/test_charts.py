@@ -456,3 +456,19 @@ def test_every_chart_is_placed_from_one_parse(monkeypatch):
     assert chart_blocks(answer, ends) == list(range(300))
     assert chart_blocks(answer, [*ends, None, 0, len(answer) + 1])[-3:] == [None, None, None]
     assert len(parses) == 2
+
+
+def test_a_small_event_of_many_keys_stores_a_table_within_the_caps(settings):
+    # ~43 KB on the wire: 1,500 rows of two keys each, all different. Without a column cap the
+    # table was 1,500 rows x 3,000 columns: millions of cells on every view.
+    settings.CHART_MAX_ROWS, settings.CHART_MAX_COLUMNS = 1_000, 20
+    rows = [{f"a{i}": i, f"b{i}": -i} for i in range(1_500)]
+    event = chart_event(vega_lite_spec={"data": {"values": rows}, "mark": "point"})
+    sanitized = storable_event(event).data["sanitized"]
+    assert sanitized["spec"] is None and sanitized["note"].startswith(UNSAFE)
+    table = sanitized["table"]
+    assert len(table["columns"]) == 20 and len(table["rows"]) == 1_000
+    assert (table["total_rows"], table["total_columns"]) == (1_500, 3_000)
+    assert len(json.dumps(table)) < 200_000
+    html = event_view(1, event_from_data(storable_event(event).data))["chart_html"]
+    assert "Showing 1,000 of 1,500 rows and 20 of 3,000 columns." in html
