@@ -69,6 +69,32 @@ def safe_chart_event(event: ChartEvent) -> ChartEvent:
     )
 
 
+def stored_chart_made_safe(chart: dict[str, Any]) -> dict[str, Any]:
+    """A chart stored under older rules, under today's: its spec through the allow-list (or
+    refused, with the note), its table within the caps (migration 0011)."""
+    caps = chart_caps()
+    chart = dict(chart)
+    if chart.get("spec") is not None:
+        try:
+            chart["spec"] = sanitize_spec(chart["spec"], caps)
+        except UnsafeSpec as refusal:
+            chart["spec"] = None
+            chart["note"] = f"{UNSAFE} {refusal} Its data is shown as a table instead."
+    table = chart.get("table") if isinstance(chart.get("table"), dict) else {}
+    columns, rows = list(table.get("columns") or []), list(table.get("rows") or [])
+    chart["table"] = {
+        "columns": [cell_text(c, caps.cell_chars) for c in columns[: caps.columns]],
+        "rows": [
+            [cell_text(c, caps.cell_chars) for c in row[: caps.columns]]
+            for row in rows[: caps.rows]
+            if isinstance(row, list)
+        ],
+        "total_rows": table.get("total_rows", table.get("total", len(rows))),
+        "total_columns": table.get("total_columns", len(columns)),
+    }
+    return chart
+
+
 # --- What a turn stores and every view shows -----------------------------------------------
 
 

@@ -501,3 +501,31 @@ def test_transforms_and_views_that_would_draw_too_many_marks_are_refused(spec):
 def test_an_ungrouped_density_of_many_steps_is_drawn():
     spec = bar_spec(data={"values": categories(1_000)}, transform=[{"density": "revenue"}])
     assert sanitize_spec(spec)["transform"] == [{"density": "revenue"}]
+
+
+@pytest.mark.django_db
+def test_charts_stored_under_older_rules_are_put_through_the_allow_list(user):
+    import importlib
+
+    from django.apps import apps
+
+    from chats.models import Chat, Turn
+
+    migration = importlib.import_module("chats.migrations.0011_charts_allow_list")
+    old_table = {
+        "columns": [f"k{i}" for i in range(3_000)],
+        "rows": [[str(i)] * 3_000 for i in range(2)],
+        "total": 2,
+    }
+    drawn = {"title": "Fine", "spec": bar_spec(), "note": "", "table": old_table, "block": 0}
+    dated = {**drawn, "title": "Dated", "spec": with_x(scale={"domain": [{"year": "1+1"}]})}
+    turn = Turn.objects.create(
+        chat=Chat.objects.create(owner=user), question="q", status="complete", charts=[drawn, dated]
+    )
+    migration.charts_under_the_allow_list(apps, None)
+    fine, refused = Turn.objects.get(pk=turn.pk).charts
+    assert fine["spec"] == sanitize_spec(bar_spec()) and fine["block"] == 0
+    assert refused["spec"] is None and refused["note"].startswith(UNSAFE)
+    for chart in (fine, refused):
+        assert len(chart["table"]["columns"]) == 20 and len(chart["table"]["rows"][0]) == 20
+        assert (chart["table"]["total_rows"], chart["table"]["total_columns"]) == (2, 3_000)
