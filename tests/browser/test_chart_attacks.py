@@ -80,6 +80,9 @@ def test_hostile_charts_are_drawn_bounded_or_shown_as_tables_on_every_page(
     new_chat(page)
     ask(page, "Draw these")
     wait_for_answer(page)
+    stored = {chart["title"]: chart for chart in Turn.objects.get().charts}
+    assert all(stored[title]["spec"] is None for title in ATTACKS)
+    assert all(stored[title]["spec"] for title in DRAWABLE)
     page.reload()  # the finished turn as stored, drawn from scratch
     assert_every_chart_drawn_or_tabled(page)
 
