@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -22,7 +23,7 @@ from chats.agent.providers import (
 )
 from chats.agent.transcript import Transcript
 from chats.answer import display
-from chats.answer.charts import chart_for_turn
+from chats.answer.charts import charts_for_turn
 from chats.library.search import chat_search_index_update
 from chats.live.protocol import LEAF, ErrorCode
 from chats.models import Chat, OutputSchema, Turn, TurnEvent
@@ -288,6 +289,34 @@ class TurnEnd:
     error_kind: str = ""
     malformed_lines: int = 0
     sanitized_events: int = 0
+    # The answer rendered ahead, off the database thread (`turn_render_end`); None: rendered
+    # when stored.
+    rendered: RenderedEnd | None = None
+
+
+@dataclass(frozen=True)
+class RenderedEnd:
+    """What finishing a turn computes before it touches the database: CPU work only."""
+
+    cited: CitedAnswer
+    html: str
+    charts: list[dict[str, Any]]
+
+
+def turn_render_end(end: TurnEnd) -> RenderedEnd:
+    """Resolve and render the answer's citations, and place its charts (one parse of the
+    answer for all of them). No database: callers run it on a thread of its own."""
+    transcript = end.transcript
+    cited = citations_resolve(
+        answer=transcript.answer,
+        citations=transcript.citations,
+        tool_calls=transcript.tool_calls,
+    )
+    return RenderedEnd(
+        cited=cited,
+        html=render_html(cited, doc_id=f"t{end.turn_id}"),
+        charts=charts_for_turn(transcript.charts, transcript.answer),
+    )
 
 
 # What finishing a turn changes on its row (`save(update_fields=...)`: the rest is left alone).
@@ -343,23 +372,15 @@ def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     Returns, in the order of `ends`, each stored turn, or None for a turn already finished (by
     a sweeper that thought its run dead) or gone.
     """
-    # Citations and HTML first, outside the transaction: on SQLite it holds the one write lock,
-    # which the event log's writer waits for meanwhile.
-    cited = [
-        citations_resolve(
-            answer=end.transcript.answer,
-            citations=end.transcript.citations,
-            tool_calls=end.transcript.tool_calls,
-        )
-        for end in ends
-    ]
-    html = [render_html(c, doc_id=f"t{end.turn_id}") for c, end in zip(cited, ends, strict=True)]
+    # Citations, HTML and charts first, outside the transaction: on SQLite it holds the one
+    # write lock, which the event log's writer waits for meanwhile.
+    rendered = [end.rendered or turn_render_end(end) for end in ends]
     with transaction.atomic():
-        return _store_ends(list(zip(ends, cited, html, strict=True)))
+        return _store_ends(list(zip(ends, rendered, strict=True)))
 
 
-def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | None]:
-    turn_ids = [end.turn_id for end, _, _ in ends]
+def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
+    turn_ids = [end.turn_id for end, _ in ends]
     # Lock the chats, then the turns, each in id order, as starting a turn locks its chat: two
     # batches of either kind then never hold a row the other waits for.
     chat_ids = sorted(set(Turn.objects.filter(pk__in=turn_ids).values_list("chat_id", flat=True)))
@@ -368,19 +389,19 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
     locked = Turn.objects.select_for_update(no_key=True).filter(pk__in=turn_ids).order_by("pk")
     turns = {turn.pk: turn for turn in locked}
     finishing = []
-    for end, cited, html in ends:
+    for end, rendered in ends:
         turn = turns.pop(end.turn_id, None)  # popped: a turn ended twice is stored once
         if turn is not None and not turn.is_finished:
-            finishing.append((turn, end, cited, html))
+            finishing.append((turn, end, rendered))
     # Only the transaction that finishes a turn stores its citations, and it is unfinished.
-    citations_store_for_turns([(t.pk, cited) for t, _, cited, _ in finishing], replace_stored=False)
+    citations_store_for_turns([(t.pk, r.cited) for t, _, r in finishing], replace_stored=False)
     now = timezone.now()
     changed_chats = {}
-    for turn, end, cited, html in finishing:
+    for turn, end, rendered in finishing:
         transcript = end.transcript
         turn.chat = chat = chats[turn.chat_id]
         turn.answer_text = transcript.answer
-        turn.answer_html = html
+        turn.answer_html = rendered.html
         turn.status = end.status
         turn.error = end.error
         turn.error_kind = end.error_kind
@@ -388,7 +409,7 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
         turn.consumption = transcript.consumption
         turn.plan = transcript.plan
         turn.structured_output = transcript.structured_output
-        turn.charts = [chart_for_turn(chart, transcript.answer) for chart in transcript.charts]
+        turn.charts = rendered.charts
         turn.tool_error_count = transcript.tool_errors
         turn.malformed_lines = end.malformed_lines
         turn.sanitized_events = end.sanitized_events
@@ -396,7 +417,7 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
             skipped=transcript.skipped,
             skipped_lines=transcript.skipped_lines,
             malformed_lines=end.malformed_lines,
-            dropped_citations=len(cited.invalid_references),
+            dropped_citations=len(rendered.cited.invalid_references),
         )
         turn.finished_at = now
         turn.lease_expires_at = None
@@ -412,7 +433,7 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
             updated_at=now, upstream_chat_id=chat.upstream_chat_id
         )
     finished = {turn.pk: turn for turn, *_ in finishing}
-    return [finished.get(end.turn_id) for end, _, _ in ends]
+    return [finished.get(end.turn_id) for end, _ in ends]
 
 
 def turn_renew_leases(*, turn_ids: list[int]) -> None:

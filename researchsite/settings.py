@@ -340,3 +340,14 @@ MIDDLEWARE.insert(1, "researchsite.no_store.no_store_middleware")
 # addresses stop too. Higher than LOGIN_FAILURE_LIMIT: anyone can spend it for a username.
 LOGIN_FAILURE_LIMIT_PER_USERNAME = env.int("LOGIN_FAILURE_LIMIT_PER_USERNAME", default=20)
 AXES_HANDLER = "researchsite.lockout.LoginFailureHandler"
+
+# --- Charts and structured output: what a page shows of them --------------------------------
+# A chart's inline data past these caps is not drawn (shown as its table, cut to the caps); a
+# structured output's table shows at most these rows and columns (its CSV and JSON downloads
+# carry all of it). Cells longer than the cap are cut with an ellipsis.
+CHART_MAX_ROWS = env.int("CHART_MAX_ROWS", default=1_000)
+CHART_MAX_COLUMNS = env.int("CHART_MAX_COLUMNS", default=20)
+CHART_MAX_CELL_CHARS = env.int("CHART_MAX_CELL_CHARS", default=200)
+STRUCTURED_OUTPUT_MAX_ROWS = env.int("STRUCTURED_OUTPUT_MAX_ROWS", default=500)
+STRUCTURED_OUTPUT_MAX_COLUMNS = env.int("STRUCTURED_OUTPUT_MAX_COLUMNS", default=20)
+STRUCTURED_OUTPUT_MAX_CELL_CHARS = env.int("STRUCTURED_OUTPUT_MAX_CELL_CHARS", default=200)

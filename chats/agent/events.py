@@ -117,6 +117,12 @@ class ChartEvent(AgentEvent):
     data_points: Any = None
     start: int | None = None  # offsets into the answer, when the agent places the chart
     end: int | None = None
+    # The chart made safe as it arrived (`chats.answer.charts.safe_chart_event`): its spec or
+    # None, a note, its data table. Set by the site; an agent's own is replaced on arrival.
+    sanitized: dict[str, Any] | None = None
+    # Its HTML for the live frame, rendered with it off the event loop (`chats.run.rendering`);
+    # not part of its data: the log keeps `sanitized`, and a page catching up renders that.
+    html: str | None = field(default=None, compare=False, repr=False)
 
     def _payload(self) -> dict[str, Any]:
         return {
@@ -128,6 +134,7 @@ class ChartEvent(AgentEvent):
             "data_points": self.data_points,
             "start": self.start,
             "end": self.end,
+            **({"sanitized": self.sanitized} if self.sanitized is not None else {}),
         }
 
 
@@ -276,6 +283,9 @@ def event_from_fields(
                 data_points=data.get("data_points"),
                 start=_offset(data.get("start")),
                 end=_offset(data.get("end")),
+                sanitized=sanitized
+                if isinstance(sanitized := data.get("sanitized"), dict)
+                else None,
                 **common,
             )
         case "LLM_RETRY":

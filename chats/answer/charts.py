@@ -1,300 +1,98 @@
-"""The agent's charts, made safe to draw: one allow-list sanitiser for Vega-Lite specs.
+"""The agent's charts as every view shows them: a spec made safe to draw, or its data table.
 
-A CHART's `vega_lite_spec` is untrusted input. Vega-Lite can load data and images from URLs,
-link marks to URLs (`href`) and evaluate expressions (`expr`, signals, `calculate`/`filter`
-strings, `labelExpr`), which are code. `sanitize_spec` keeps only what a static chart of inline
-data needs: an allow-list of view keys and mark types, data bound inline (`data.values`), a
-capped size, count of data points and string length. Anything it cannot make safe is refused
-whole, never half-drawn: the chart then shows its data table and a note saying why. The page
-draws the sanitised spec with a loader that refuses every load (`chats/static/chats/charts.js`).
+A CHART event is made safe once, as it arrives (`safe_chart_event`, called by
+`chats.run.storable.storable_event`): its spec goes through the allow-list of
+`chats/answer/chart_spec.py`, its data becomes a table within the caps (CHART_MAX_ROWS,
+CHART_MAX_COLUMNS, CHART_MAX_CELL_CHARS), and the event log stores that result. A spec that breaks
+a rule is not drawn: "This chart could not be drawn safely", and its data table instead. The page
+draws the safe spec with a loader that refuses every load (`chats/static/chats/charts.js`).
 
-`chart_for_turn` turns a CHART event into what `Turn.charts` stores and every view shows (the
-chat page, the live frame, the admin, shared pages and the Markdown export).
+`chart_for_turn` turns such an event into what `Turn.charts` stores and every view shows (the
+chat page, the live frame, the admin, shared pages and the Markdown export); `chart_blocks`
+places all of a turn's charts from one parse of its answer.
 """
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import json
+import re
 from typing import Any
 
+from django.conf import settings
 from markdown_it import MarkdownIt
 
 from chats.agent.events import ChartEvent
+from chats.answer import chart_spec
+from chats.answer.chart_spec import MAX_SPEC_BYTES, DataCaps, UnsafeSpec
 
-MAX_SPEC_BYTES = 256 * 1024
-MAX_DATA_POINTS = 5_000
-MAX_TABLE_ROWS = 1_000  # rows shown in the data table; the chart itself draws them all
-MAX_STRING = 1_000
-MAX_DEPTH = 32
-MAX_SIZE_PX = 2_000
+__all__ = ["MAX_SPEC_BYTES", "UnsafeSpec", "sanitize_spec"]
+
 MAX_TITLE = 300
 MAX_CAPTION = 2_000
-MAX_CELL = 200
-
-MARKS = frozenset(
-    {
-        "arc",
-        "area",
-        "bar",
-        "boxplot",
-        "circle",
-        "errorband",
-        "errorbar",
-        "line",
-        "point",
-        "rect",
-        "rule",
-        "square",
-        "text",
-        "tick",
-        "trail",
-    }
-)
-# What a view (the top level, a layer, a concat item, a facet's `spec`) may hold.
-VIEW_KEYS = frozenset(
-    {
-        "align",
-        "autosize",
-        "background",
-        "bounds",
-        "center",
-        "columns",
-        "concat",
-        "data",
-        "description",
-        "encoding",
-        "facet",
-        "hconcat",
-        "height",
-        "layer",
-        "mark",
-        "name",
-        "padding",
-        "repeat",
-        "resolve",
-        "spacing",
-        "spec",
-        "title",
-        "transform",
-        "vconcat",
-        "view",
-        "width",
-    }
-)
-VIEW_LISTS = frozenset({"layer", "hconcat", "vconcat", "concat"})
-# Dropped wherever they appear: loads, links, code, and the stores of code (params, config).
-FORBIDDEN_KEYS = frozenset(
-    {
-        "$schema",
-        "bind",
-        "calculate",
-        "condition",
-        "config",
-        "datasets",
-        "expr",
-        "filter",
-        "formatType",
-        "href",
-        "image",
-        "loader",
-        "lookup",
-        "param",
-        "params",
-        "selection",
-        "signal",
-        "test",
-        "url",
-        "usermeta",
-    }
-)
-# Transforms without expressions; `filter` only as a field predicate (below).
-TRANSFORMS = frozenset(
-    {
-        "aggregate",
-        "bin",
-        "density",
-        "filter",
-        "flatten",
-        "fold",
-        "impute",
-        "joinaggregate",
-        "loess",
-        "pivot",
-        "quantile",
-        "regression",
-        "sample",
-        "stack",
-        "timeUnit",
-        "window",
-    }
-)
-# Sizes in pixels, at any depth (`height: {"step": ...}`): capped at MAX_SIZE_PX.
-LAYOUT_KEYS = frozenset({"width", "height", "step", "padding", "spacing", "columns"})
-FIELD_PREDICATE_KEYS = frozenset(
-    {"field", "equal", "lt", "lte", "gt", "gte", "range", "oneOf", "valid", "timeUnit"}
-)
+MAX_ID = 200
+UNSAFE = "This chart could not be drawn safely."
 
 
-class UnsafeSpec(ValueError):
-    """The spec cannot be drawn safely; the message says why, in words for the reader."""
-
-
-def sanitize_spec(spec: Any) -> dict[str, Any]:
-    """Return a copy of `spec` that draws without loading or evaluating anything, or raise."""
-    if not isinstance(spec, dict):
-        raise UnsafeSpec("The chart came without a drawable specification.")
-    try:
-        size = len(json.dumps(spec, ensure_ascii=False).encode())
-    except (TypeError, ValueError, RecursionError) as error:
-        raise UnsafeSpec("The chart's specification is not plain JSON.") from error
-    if size > MAX_SPEC_BYTES:
-        raise UnsafeSpec(f"The chart's specification is larger than {MAX_SPEC_BYTES // 1024} KB.")
-    budget = _Budget()
-    cleaned = _view(spec, budget, depth=0)
-    if not _has_mark(cleaned):
-        raise UnsafeSpec("The chart's specification has no marks to draw.")
-    return cleaned
-
-
-def _has_mark(view: dict[str, Any]) -> bool:
-    if "mark" in view:
-        return True
-    nested = [v for key in VIEW_LISTS for v in view.get(key) or ()]
-    if isinstance(view.get("spec"), dict):
-        nested.append(view["spec"])
-    return any(_has_mark(v) for v in nested if isinstance(v, dict))
-
-
-class _Budget:
-    def __init__(self) -> None:
-        self.points = 0
-
-    def spend(self, count: int) -> None:
-        self.points += count
-        if self.points > MAX_DATA_POINTS:
-            raise UnsafeSpec(f"The chart has more than {MAX_DATA_POINTS:,} data points.")
-
-
-def _view(spec: Any, budget: _Budget, depth: int) -> dict[str, Any]:
-    if not isinstance(spec, dict):
-        raise UnsafeSpec("The chart's specification is malformed.")
-    view = {}
-    for key, value in spec.items():
-        if key not in VIEW_KEYS:
-            continue
-        cleaned = _value(key, value, budget, depth + 1)
-        if cleaned is not _DROP:
-            view[key] = cleaned
-    return view
-
-
-_DROP = object()
-
-
-def _value(key: str, value: Any, budget: _Budget, depth: int) -> Any:
-    if depth > MAX_DEPTH:
-        raise UnsafeSpec("The chart's specification is nested too deeply.")
-    if key in FORBIDDEN_KEYS or key.endswith("Expr"):  # labelExpr and kin are expressions
-        return _DROP
-    if key == "data":
-        return _data(value, budget)
-    if key == "mark":
-        return _mark(value, budget, depth)
-    if key == "transform":
-        return _transforms(value, budget, depth)
-    if key in VIEW_LISTS:
-        if not isinstance(value, list):
-            return _DROP
-        return [_view(item, budget, depth) for item in value]
-    if key == "spec":
-        return _view(value, budget, depth)
-    if key in LAYOUT_KEYS and isinstance(value, int | float):
-        return value if 0 <= value <= MAX_SIZE_PX else _DROP  # a huge canvas hangs the page
-    return _plain(value, budget, depth)
-
-
-def _plain(value: Any, budget: _Budget, depth: int) -> Any:
-    """Any other value: forbidden keys dropped at every depth, strings capped."""
-    if depth > MAX_DEPTH:
-        raise UnsafeSpec("The chart's specification is nested too deeply.")
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str) or len(key) > MAX_CELL:
-                continue
-            cleaned = _value(key, item, budget, depth + 1)
-            if cleaned is not _DROP:
-                out[key] = cleaned
-        return out
-    if isinstance(value, list):
-        return [_plain(item, budget, depth + 1) for item in value]
-    if isinstance(value, str):
-        return value[:MAX_STRING]
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return _DROP
-
-
-def _mark(value: Any, budget: _Budget, depth: int) -> Any:
-    kind = value.get("type") if isinstance(value, dict) else value
-    if kind not in MARKS:
-        raise UnsafeSpec(f"The chart uses a mark this site does not draw ({str(kind)[:40]}).")
-    return _plain(value, budget, depth) if isinstance(value, dict) else kind
-
-
-def _data(value: Any, budget: _Budget) -> Any:
-    """Inline values only: no URL, no generator, no named dataset to look up."""
-    if value is None:
-        return None  # a layer's "no data of its own"
-    if not isinstance(value, dict) or not isinstance(value.get("values"), list):
-        raise UnsafeSpec("The chart's data is not included in it (remote data is not loaded).")
-    rows = value["values"]
-    budget.spend(len(rows))
-    return {"values": [_row(row) for row in rows]}
-
-
-def _row(row: Any) -> Any:
-    if isinstance(row, dict):
-        return {str(k)[:MAX_CELL]: _scalar(v) for k, v in row.items() if _scalar(v) is not _DROP}
-    scalar = _scalar(row)
-    return None if scalar is _DROP else scalar
-
-
-def _scalar(value: Any) -> Any:
-    if isinstance(value, str):
-        return value[:MAX_STRING]
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return _DROP
-
-
-def _transforms(value: Any, budget: _Budget, depth: int) -> Any:
-    if not isinstance(value, list):
-        return _DROP
-    kept = []
-    for step in value:
-        if not isinstance(step, dict):
-            continue
-        ops = TRANSFORMS.intersection(step)
-        if len(ops) != 1 or set(step) & {"calculate", "lookup"}:
-            continue  # an expression transform, or one this site does not know
-        if "filter" in ops:
-            predicate = step["filter"]
-            if not _is_field_predicate(predicate):
-                continue  # a filter string is an expression
-            kept.append({"filter": _plain(predicate, budget, depth)})
-            continue
-        kept.append(_plain(step, budget, depth))
-    return kept
-
-
-def _is_field_predicate(predicate: Any) -> bool:
-    return (
-        isinstance(predicate, dict)
-        and "field" in predicate
-        and set(predicate) <= FIELD_PREDICATE_KEYS
-        and all(not isinstance(v, dict) for v in predicate.values())
+def chart_caps() -> DataCaps:
+    return DataCaps(
+        rows=settings.CHART_MAX_ROWS,
+        columns=settings.CHART_MAX_COLUMNS,
+        cell_chars=settings.CHART_MAX_CELL_CHARS,
     )
+
+
+def sanitize_spec(spec: Any, caps: DataCaps | None = None) -> dict[str, Any]:
+    """The spec as it is drawn, within the settings' caps by default (`chart_spec`)."""
+    return chart_spec.sanitize_spec(spec, caps or chart_caps())
+
+
+def safe_chart_event(event: ChartEvent) -> ChartEvent:
+    """The event as the log stores it: its spec sanitised (or refused), its data a capped
+    table, its texts capped. Whatever `sanitized` the agent sent is replaced."""
+    caps = chart_caps()
+    try:
+        spec: dict[str, Any] | None = sanitize_spec(event.vega_lite_spec, caps)
+        note = ""
+    except UnsafeSpec as refusal:
+        spec, note = None, f"{UNSAFE} {refusal} Its data is shown as a table instead."
+    return dataclasses.replace(
+        event,
+        chart_id=event.chart_id[:MAX_ID],
+        title=event.title[:MAX_TITLE],
+        chart_type=event.chart_type[:MAX_ID],
+        caption=event.caption[:MAX_CAPTION],
+        vega_lite_spec=None,
+        data_points=None,
+        sanitized={"spec": spec, "note": note, "table": chart_table(event, caps)},
+    )
+
+
+def stored_chart_made_safe(chart: dict[str, Any]) -> dict[str, Any]:
+    """A chart stored under older rules, under today's: its spec through the allow-list (or
+    refused, with the note), its table within the caps (migration 0011)."""
+    caps = chart_caps()
+    chart = dict(chart)
+    if chart.get("spec") is not None:
+        try:
+            chart["spec"] = sanitize_spec(chart["spec"], caps)
+        except UnsafeSpec as refusal:
+            chart["spec"] = None
+            chart["note"] = f"{UNSAFE} {refusal} Its data is shown as a table instead."
+    table = chart.get("table") if isinstance(chart.get("table"), dict) else {}
+    columns, rows = list(table.get("columns") or []), list(table.get("rows") or [])
+    chart["table"] = {
+        "columns": [cell_text(c, caps.cell_chars) for c in columns[: caps.columns]],
+        "rows": [
+            [cell_text(c, caps.cell_chars) for c in row[: caps.columns]]
+            for row in rows[: caps.rows]
+            if isinstance(row, list)
+        ],
+        "total_rows": table.get("total_rows", table.get("total", len(rows))),
+        "total_columns": table.get("total_columns", len(columns)),
+    }
+    return chart
 
 
 # --- What a turn stores and every view shows -----------------------------------------------
@@ -306,52 +104,61 @@ def chart_for_turn(event: ChartEvent, answer: str | None = None) -> dict[str, An
     `block` is the index of the answer's top-level Markdown block that holds the chart's `end`
     offset: the chart is shown after that block (after the whole answer when it is None).
     """
-    try:
-        spec: dict[str, Any] | None = sanitize_spec(event.vega_lite_spec)
-        note = ""
-    except UnsafeSpec as refusal:
-        spec, note = None, f"{refusal} The data is shown as a table instead."
-    return {
-        "chart_id": event.chart_id[:MAX_CELL],
-        "title": event.title[:MAX_TITLE],
-        "chart_type": event.chart_type[:MAX_CELL],
-        "caption": event.caption[:MAX_CAPTION],
-        "spec": spec,
-        "note": note,
-        "table": chart_table(event),
-        "start": event.start,
-        "end": event.end,
-        "block": answer_block_at(answer, event.end) if answer is not None else None,
-    }
+    return charts_for_turn([event], answer)[0]
 
 
-def chart_table(event: ChartEvent) -> dict[str, Any]:
+def charts_for_turn(events: list[ChartEvent], answer: str | None) -> list[dict[str, Any]]:
+    """`chart_for_turn` for every chart of a turn, placed from one parse of the answer."""
+    safe = [e if e.sanitized is not None else safe_chart_event(e) for e in events]
+    blocks = chart_blocks(answer, [e.end for e in safe]) if answer is not None else None
+    return [
+        {
+            "chart_id": event.chart_id,
+            "title": event.title,
+            "chart_type": event.chart_type,
+            "caption": event.caption,
+            **event.sanitized,  # spec, note, table
+            "start": event.start,
+            "end": event.end,
+            "block": blocks[index] if blocks is not None else None,
+        }
+        for index, event in enumerate(safe)
+    ]
+
+
+def chart_table(event: ChartEvent, caps: DataCaps) -> dict[str, Any]:
     """The chart's data as rows and columns: the spec's inline values, else `data_points`."""
     spec = event.vega_lite_spec if isinstance(event.vega_lite_spec, dict) else {}
     data = spec.get("data") if isinstance(spec.get("data"), dict) else {}
     rows = data.get("values")
     if not isinstance(rows, list) or not rows:
         rows = event.data_points if isinstance(event.data_points, list) else []
-    return rows_table(rows, limit=MAX_TABLE_ROWS)
+    return rows_table(rows, caps)
 
 
-def rows_table(rows: list[Any], *, limit: int | None = None) -> dict[str, Any]:
-    """A list of objects as a table: the union of keys as columns, cells as short text."""
-    shown = rows[:limit] if limit is not None else rows
-    columns: list[str] = []
-    for row in shown:
+def rows_table(rows: list[Any], caps: DataCaps) -> dict[str, Any]:
+    """A list of objects as a table: the union of keys as columns, cells as short text, within
+    the caps; `total_rows` and `total_columns` say how many there were."""
+    columns: dict[str, None] = {}  # the union of keys, in order of appearance
+    for row in rows:
         for key in row if isinstance(row, dict) else ("value",):
-            if str(key) not in columns:
-                columns.append(str(key))
+            columns[str(key)] = None
+    shown = list(columns)[: caps.columns]
     body = []
-    for row in shown:
-        item = row if isinstance(row, dict) else {"value": row}
-        body.append([cell_text(item.get(c, "")) for c in columns])
-    return {"columns": columns, "rows": body, "total": len(rows)}
+    for row in rows[: caps.rows]:
+        item = {str(k): v for k, v in row.items()} if isinstance(row, dict) else {"value": row}
+        body.append([cell_text(item.get(c, ""), caps.cell_chars) for c in shown])
+    return {
+        "columns": [c[: caps.cell_chars] for c in shown],
+        "rows": body,
+        "total_rows": len(rows),
+        "total_columns": len(columns),
+    }
 
 
-def cell_text(value: Any) -> str:
-    """A cell as text: scalars as they read, nested values as compact JSON."""
+def cell_text(value: Any, limit: int) -> str:
+    """A cell as text: scalars as they read, nested values as compact JSON; past `limit`
+    characters, cut and ended with an ellipsis."""
     if isinstance(value, str):
         text = value
     elif value is None:
@@ -359,26 +166,59 @@ def cell_text(value: Any) -> str:
     elif isinstance(value, bool | int | float):
         text = json.dumps(value) if isinstance(value, bool) else str(value)
     else:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text[:MAX_CELL]
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (ValueError, TypeError, RecursionError):
+            text = "…"
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
+def table_cut_text(table: dict[str, Any], *, download: bool = False) -> str:
+    """What a table shown within its caps leaves out: "Showing 500 of 12,000 rows; download
+    the CSV for all." (empty when nothing is left out)."""
+    rows, total_rows = len(table.get("rows") or ()), table.get("total_rows", 0)
+    columns, total_columns = len(table.get("columns") or ()), table.get("total_columns", 0)
+    parts = []
+    if total_rows > rows:
+        parts.append(f"{rows:,} of {total_rows:,} rows")
+    if total_columns > columns:
+        parts.append(f"{columns:,} of {total_columns:,} columns")
+    if not parts:
+        return ""
+    return f"Showing {' and '.join(parts)}" + ("; download the CSV for all." if download else ".")
+
+
+# Block structure only: where each top-level block starts does not need its inline content.
 _BLOCKS = MarkdownIt("commonmark").enable("table")
+_BLOCKS.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
+_NEWLINE = re.compile("\n")
+
+
+def chart_blocks(answer: str, ends: list[int | None]) -> list[int | None]:
+    """For each offset in `ends`, the index of the answer's top-level block holding it (None
+    when it is not in the answer): one parse and one pass over the answer, whatever the count."""
+    if not any(end is not None and 0 < end <= len(answer) for end in ends):
+        return [None] * len(ends)
+    starts = [  # the first line of each top-level block, in order
+        token.map[0]
+        for token in _BLOCKS.parse(answer)
+        if token.level == 0 and token.nesting != -1 and token.map is not None
+    ]
+    newlines = [match.start() for match in _NEWLINE.finditer(answer)]
+    blocks: list[int | None] = []
+    for end in ends:
+        if end is None or not 0 < end <= len(answer):
+            blocks.append(None)
+            continue
+        line = bisect.bisect_left(newlines, end - 1)  # the line of the chart's last character
+        index = bisect.bisect_right(starts, line) - 1
+        blocks.append(index if index >= 0 else None)
+    return blocks
 
 
 def answer_block_at(answer: str, end: int | None) -> int | None:
     """Return the index of the top-level block holding offset `end`, or None when invalid."""
-    if end is None or not 0 < end <= len(answer):
-        return None
-    line = answer[: end - 1].count("\n") if end else 0  # the line of the chart's last character
-    index = -1
-    for token in _BLOCKS.parse(answer):
-        if token.level != 0 or token.nesting == -1 or token.map is None:
-            continue
-        if token.map[0] > line:
-            break
-        index += 1
-    return index if index >= 0 else None
+    return chart_blocks(answer, [end])[0]
 
 
 def markdown_tables(charts: list[dict[str, Any]]) -> str:

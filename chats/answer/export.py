@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from chats.answer.charts import markdown_table, markdown_tables
+from chats.answer.charts import markdown_table, markdown_tables, table_cut_text
 from chats.answer.structured_output import structured_table
 from chats.models import Turn
 from citations.evidence import checks_summary
@@ -39,7 +39,10 @@ def _structured_output(turn: Turn) -> str:
     if not table:
         return ""
     columns, rows = table["columns"], table["rows"]
-    return f"\n**Structured output**\n\n{markdown_table(columns, rows)}\n"
+    cut = table_cut_text(table)
+    return f"\n**Structured output**\n\n{markdown_table(columns, rows)}\n" + (
+        f"\n_{cut}_\n" if cut else ""
+    )
 
 
 def _checks(cited: CitedAnswer) -> str:

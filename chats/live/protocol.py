@@ -369,7 +369,8 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
     elif isinstance(event, ErrorEvent):
         view["alert"] = event.error
     elif isinstance(event, ChartEvent):
-        view["chart_html"] = render_charts([chart_for_turn(event)])
+        html = event.html  # rendered as it arrived, off the loop (`chats.run.rendering`)
+        view["chart_html"] = html if html is not None else render_charts([chart_for_turn(event)])
     elif isinstance(event, CompleteEvent):
         view["status"] = display.CITING_STATUS
     return view

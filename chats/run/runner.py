@@ -22,7 +22,7 @@ from django.db.models import prefetch_related_objects
 from django.template.loader import render_to_string
 
 from chats.agent.client import AgentError, AgentRequest
-from chats.agent.events import AgentEvent, AnswerEvent
+from chats.agent.events import AgentEvent, AnswerEvent, ChartEvent
 from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
 from chats.agent.redaction import StreamRedaction
 from chats.agent.transcript import Transcript
@@ -43,6 +43,7 @@ from chats.live.protocol import (
 )
 from chats.models import Turn
 from chats.run.batches import DatabaseBatches
+from chats.run.rendering import arrived_chart, rendered
 from chats.run.storable import storable_event
 from chats.selectors import BranchTurn, branch_turn
 from chats.services import (
@@ -178,7 +179,10 @@ class TurnRun:
                         idle_until = min(loop.time() + idle, ends_at)
                         if idle_until - (deadline.when() or 0.0) >= slack:
                             deadline.reschedule(idle_until)
-                        event, data, replaced = storable_event(event)
+                        if type(event) is ChartEvent:  # sanitised and drawn off the loop
+                            event, data, replaced = await arrived_chart(event)
+                        else:
+                            event, data, replaced = storable_event(event)
                         self.sanitized_events += replaced
                         # Secrets masked before anything stores, relays or shows the event.
                         for masked, masked_data in self.redaction.events(event, data):
@@ -288,6 +292,7 @@ class TurnRun:
             sanitized_events=self.sanitized_events,
         )
         try:
+            end = await rendered(end)  # citations, HTML, charts: off the loop and database thread
             await get_finish_batches().submit(Finish(end, self.siblings))  # stored, announced
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)

@@ -6,6 +6,9 @@ surrogates (`\\ud800`); SQLite's JSON check refuses NaN and Infinity (`1e999` pa
 nesting about a thousand deep exhausts recursion limits everywhere. One such event used to
 stall every turn of the process (issue 9). Here it is replaced by what can be stored, and the
 caller counts the replacement on its turn.
+
+A chart is also made safe to draw here, once, as it arrives (`chats.answer.charts`): the log
+stores its sanitised spec and capped table, not the agent's spec.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import re
 from itertools import chain
 from typing import Any, NamedTuple
 
-from chats.agent.events import AgentEvent, AnswerEvent, event_from_data
+from chats.agent.events import AgentEvent, AnswerEvent, ChartEvent, event_from_data
+from chats.answer.charts import safe_chart_event
 
 MAX_DEPTH = 64  # far above what the agent nests (plans, references: 4-6 levels)
 MAX_KEPT_TEXT = 100_000  # characters of an unusable event's text kept for the record
@@ -133,6 +137,8 @@ def storable_event(event: AgentEvent) -> StorableEvent:
     """
     if type(event) is AnswerEvent and _plain_delta(event):  # most of every stream
         return StorableEvent(event, event.data, False)
+    if type(event) is ChartEvent:  # made safe to draw once, here: the log stores the result
+        event = safe_chart_event(event)
     data = event.data
     if _only_plain_text(data):  # other events of text only, checked in C
         return StorableEvent(event, data, False)

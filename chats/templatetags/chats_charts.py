@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 
 from chats.answer import structured_output, usage
+from chats.answer.charts import table_cut_text
 
 register = template.Library()
 
@@ -19,3 +20,9 @@ register.filter("usage_line", usage.usage_line)
 def spec_json(spec: Any) -> str:
     """The sanitised spec as JSON for a data attribute (autoescaping makes it attribute-safe)."""
     return json.dumps(spec, ensure_ascii=False, separators=(",", ":"))
+
+
+@register.filter
+def table_cut(table: dict[str, Any], downloads: bool = False) -> str:
+    """ "Showing 500 of 12,000 rows" when a table was cut to its caps; "" when it was not."""
+    return table_cut_text(table, download=bool(downloads)) if table else ""

@@ -204,8 +204,8 @@ def test_hostile_charts_draw_nothing_unsafe_and_fetch_nothing(
                     "y": {"field": "y", "type": "quantitative"},
                     "href": {"field": "link"},
                     "tooltip": {"signal": "window.__pwned=3"},
+                    "color": {"value": {"expr": "window.__pwned=4"}},
                 },
-                "transform": [{"calculate": "window.__pwned=4", "as": "z"}],
                 "params": [{"name": "p", "expr": "window.__pwned=5"}],
                 "config": {"loader": {"baseURL": elsewhere.url}},
                 "usermeta": {"embedOptions": {"loader": {"baseURL": elsewhere.url}}},
@@ -228,6 +228,15 @@ def test_hostile_charts_draw_nothing_unsafe_and_fetch_nothing(
                 "mark": "point",
             },
         },
+        {  # an expression computing the data: refused, the table of its data
+            "type": "CHART",
+            "title": "Computed",
+            "vega_lite_spec": {
+                "data": {"values": [{"x": "a", "y": 1}]},
+                "transform": [{"calculate": "window.__pwned=6", "as": "z"}],
+                "mark": "bar",
+            },
+        },
     ]
     upstream.queue(
         Reply.events(
@@ -242,13 +251,16 @@ def test_hostile_charts_draw_nothing_unsafe_and_fetch_nothing(
     ask(page, "Draw these")
     turn = wait_for_answer(page)
     figures = turn.locator("figure.chart")
-    expect(figures).to_have_count(4)
+    expect(figures).to_have_count(5)
     expect(figures.nth(1).locator(".chart-view svg")).to_be_visible()  # drawn, made safe
-    for index in (0, 2, 3):
+    for index in (0, 2, 3, 4):
         expect(figures.nth(index).locator(".chart-view")).to_have_count(0)
         expect(figures.nth(index).locator(".chart-note")).to_be_visible()
     expect(figures.nth(0).get_by_role("cell", name="a")).to_be_visible()
-    expect(figures.nth(3).get_by_text("The first 1000 of 6000 rows.")).to_be_attached()
+    expect(figures.nth(3).get_by_text("Showing 1,000 of 6,000 rows.")).to_be_attached()
+    expect(figures.nth(4).locator(".chart-note")).to_contain_text(
+        "This chart could not be drawn safely."
+    )
     expect(figures.nth(1).locator(".chart-title")).to_have_text(script_title)
     page.reload()
     turn = page.locator(".turn").first

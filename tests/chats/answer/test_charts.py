@@ -10,17 +10,25 @@ import pytest
 
 from chats.agent.events import ChartEvent, event_from_data
 from chats.agent.transcript import Transcript
+from chats.answer import chart_spec
+from chats.answer.chart_spec import MAX_SPEC_BYTES, MAX_TEXT, DataCaps, UnsafeSpec
 from chats.answer.charts import (
-    MAX_DATA_POINTS,
-    MAX_SPEC_BYTES,
-    MAX_STRING,
-    UnsafeSpec,
+    UNSAFE,
     answer_block_at,
+    chart_blocks,
     chart_for_turn,
     markdown_tables,
-    sanitize_spec,
 )
 from chats.live.protocol import event_view
+from chats.run.storable import storable_event
+from tests.chats.answer.chart_attacks import ATTACKS, with_x
+
+CAPS = DataCaps(rows=1_000, columns=20, cell_chars=200)
+
+
+def sanitize_spec(spec: Any, caps: DataCaps = CAPS) -> dict[str, Any]:
+    return chart_spec.sanitize_spec(spec, caps)
+
 
 ROWS = [{"company": "NVIDIA", "revenue": 75.4}, {"company": "Apple", "revenue": 140.2}]
 
@@ -110,16 +118,13 @@ def test_url_anywhere_is_dropped():
     assert cleaned["layer"][0]["encoding"] == {"x": {"field": "company", "axis": {}}}
 
 
-def test_lookup_and_named_datasets_cannot_reach_remote_data():
-    spec = bar_spec(
-        datasets={"remote": {"url": "https://evil.example/d.json"}},
-        transform=[
-            {"lookup": "company", "from": {"data": {"url": "https://evil.example/l.json"}}},
-        ],
-    )
-    cleaned = sanitize_spec(spec)
+def test_named_datasets_are_dropped_and_a_lookup_is_refused():
+    cleaned = sanitize_spec(bar_spec(datasets={"remote": {"url": "https://evil.example/d.json"}}))
     assert_inert(cleaned)
-    assert cleaned.get("transform") == [] and "datasets" not in cleaned
+    assert "datasets" not in cleaned
+    lookup = {"lookup": "company", "from": {"data": {"url": "https://evil.example/l.json"}}}
+    with pytest.raises(UnsafeSpec, match="expression"):
+        sanitize_spec(bar_spec(transform=[lookup]))
 
 
 @pytest.mark.parametrize("mark", ["image", {"type": "image", "url": "https://evil.example/i.png"}])
@@ -134,14 +139,11 @@ def test_an_image_mark_hidden_in_a_layer_is_refused_too():
         sanitize_spec(bar_spec(layer=[layer]))
 
 
-def test_expressions_signals_and_params_are_removed():
+def test_expressions_that_only_style_are_removed_and_the_chart_drawn():
     spec = bar_spec(
         params=[{"name": "p", "expr": "alert(1)", "bind": {"input": "range"}}],
         transform=[
-            {"calculate": "alert(document.cookie)", "as": "x"},
-            {"filter": "datum.revenue > 0 || alert(1)"},
             {"filter": {"field": "revenue", "gt": 0}},
-            {"filter": {"and": ["alert(1)"]}},
             {"aggregate": [{"op": "sum", "field": "revenue", "as": "total"}]},
         ],
         encoding={
@@ -165,23 +167,47 @@ def test_expressions_signals_and_params_are_removed():
     assert cleaned["encoding"]["color"] == {"value": "blue"}
 
 
+@pytest.mark.parametrize(
+    "transform",
+    [
+        {"calculate": "alert(document.cookie)", "as": "x"},
+        {"filter": "datum.revenue > 0 || alert(1)"},
+        {"filter": {"and": ["alert(1)"]}},
+        {"filter": {"field": "revenue", "equal": {"expr": "alert(1)"}}},
+        {"extent": "revenue", "param": "e"},
+        {"sequence": {"start": 0, "stop": 1e9}},
+    ],
+)
+def test_transforms_that_compute_with_expressions_refuse_the_chart(transform):
+    with pytest.raises(UnsafeSpec):
+        sanitize_spec(bar_spec(transform=[transform]))
+
+
 def test_top_level_keys_are_allow_listed():
     spec = bar_spec(signals=[{"name": "s", "update": "alert(1)"}], marks=[], scales=[])
     cleaned = sanitize_spec(spec)
     assert set(cleaned) == {"title", "data", "mark", "encoding"}
 
 
-def test_huge_data_is_refused():
-    rows = [{"company": f"c{i}", "revenue": i} for i in range(MAX_DATA_POINTS + 1)]
-    with pytest.raises(UnsafeSpec, match="data points"):
+def test_more_rows_than_the_cap_are_refused():
+    rows = [{"company": f"c{i}", "revenue": i} for i in range(CAPS.rows + 1)]
+    with pytest.raises(UnsafeSpec, match="rows of data"):
         sanitize_spec(bar_spec(data={"values": rows}))
 
 
-def test_data_points_are_counted_across_layers():
-    half = [{"a": i} for i in range(MAX_DATA_POINTS // 2 + 1)]
+def test_rows_are_counted_across_layers():
+    half = [{"a": i} for i in range(CAPS.rows // 2 + 1)]
     layers = [{"data": {"values": half}, "mark": "bar"}, {"data": {"values": half}, "mark": "bar"}]
-    with pytest.raises(UnsafeSpec, match="data points"):
+    with pytest.raises(UnsafeSpec, match="rows of data"):
         sanitize_spec({"layer": layers})
+
+
+def test_more_columns_than_the_cap_are_refused_and_cells_are_cut():
+    wide = [{f"k{i}": i for i in range(CAPS.columns + 1)}]
+    with pytest.raises(UnsafeSpec, match="columns"):
+        sanitize_spec(bar_spec(data={"values": wide}))
+    cleaned = sanitize_spec(bar_spec(data={"values": [{"company": "x" * 5000, "revenue": 1}]}))
+    assert len(cleaned["data"]["values"][0]["company"]) == CAPS.cell_chars
 
 
 def test_a_huge_spec_is_refused_before_it_is_walked():
@@ -191,15 +217,18 @@ def test_a_huge_spec_is_refused_before_it_is_walked():
 
 
 def test_strings_are_capped_and_script_stays_text():
-    title = "<script>alert(1)</script>" + "x" * (MAX_STRING * 2)
+    title = "<script>alert(1)</script>" + "x" * (MAX_TEXT * 2)
     cleaned = sanitize_spec(bar_spec(title=title))
-    assert len(cleaned["title"]) == MAX_STRING
+    assert len(cleaned["title"]) == MAX_TEXT
     assert cleaned["title"].startswith("<script>")  # inert: drawn as SVG text, escaped in HTML
 
 
-def test_absurd_sizes_are_dropped():
-    cleaned = sanitize_spec(bar_spec(width=10**9, height={"step": 10**9}, padding=10**7))
-    assert "width" not in cleaned and cleaned["height"] == {} and "padding" not in cleaned
+@pytest.mark.parametrize(
+    "extra", [{"width": 10**9}, {"height": {"step": 10**9}}, {"padding": 10**7}]
+)
+def test_absurd_sizes_are_refused(extra):
+    with pytest.raises(UnsafeSpec, match="limit"):
+        sanitize_spec(bar_spec(**extra))
     assert sanitize_spec(bar_spec(width=400, padding=5))["width"] == 400
 
 
@@ -210,13 +239,11 @@ def test_what_is_not_a_drawable_spec_is_refused(spec):
 
 
 def test_nesting_too_deep_is_refused():
-    deep: dict[str, Any] = {}
-    node = deep
+    deep: dict[str, Any] = bar_spec()
     for _ in range(100):
-        node["a"] = {}
-        node = node["a"]
+        deep = {"layer": [deep]}
     with pytest.raises(UnsafeSpec, match="deeply"):
-        sanitize_spec(bar_spec(description=deep))
+        sanitize_spec(deep)
 
 
 def test_the_input_is_not_modified():
@@ -272,7 +299,8 @@ def test_a_safe_chart_keeps_its_spec_table_and_place():
     assert stored["table"] == {
         "columns": ["company", "revenue"],
         "rows": [["NVIDIA", "75.4"], ["Apple", "140.2"]],
-        "total": 2,
+        "total_rows": 2,
+        "total_columns": 2,
     }
     assert stored["block"] == 0
     json.dumps(stored)  # JSON-safe for Turn.charts
@@ -283,6 +311,7 @@ def test_an_unsafe_chart_keeps_its_table_and_says_why():
     points = [{"company": "NVIDIA", "revenue": 1}]
     stored = chart_for_turn(chart_event(vega_lite_spec=spec, data_points=points), "Answer.")
     assert stored["spec"] is None
+    assert stored["note"].startswith(UNSAFE)
     assert "remote data" in stored["note"] and "table" in stored["note"]
     assert stored["table"]["rows"] == [["NVIDIA", "1"]]
     assert "evil.example" not in json.dumps(stored)
@@ -328,3 +357,175 @@ def test_the_export_shows_each_chart_as_a_data_table():
         "| NVIDIA | 75.4 |",
         "| Apple | 140.2 |",
     ]
+
+
+# --- Attacks: what the event log stores as each arrives -------------------------------------
+
+
+@pytest.mark.parametrize("spec", ATTACKS.values(), ids=ATTACKS.keys())
+def test_each_attack_is_stored_as_its_table_not_its_spec(spec):
+    event = chart_event(vega_lite_spec=spec, data_points=None)
+    stored = storable_event(event)  # what the run stores and relays as the event arrives
+    sanitized = stored.data["sanitized"]
+    assert sanitized["spec"] is None
+    assert sanitized["note"].startswith("This chart could not be drawn safely.")
+    assert sanitized["table"]["rows"] == [["2024-01-01", "1"], ["2024-02-01", "2"]]
+    assert "vega_lite_spec" not in stored.data or stored.data["vega_lite_spec"] is None
+    # Read back from the log, it is shown as stored: nothing sanitises it again.
+    assert chart_for_turn(event_from_data(stored.data), "Answer.")["spec"] is None
+
+
+def test_a_safe_chart_is_stored_sanitised_and_an_agents_own_sanitized_is_replaced():
+    forged = {"spec": {"mark": "bar", "data": {"url": "https://evil.example/"}}, "note": ""}
+    stored = storable_event(chart_event(sanitized=forged)).data
+    assert stored["sanitized"]["spec"] == sanitize_spec(bar_spec())
+    assert "evil.example" not in json.dumps(stored)
+
+
+def test_a_time_interval_tick_count_is_left_out_not_drawn():
+    # "millisecond" ticks over a domain of centuries would be trillions of ticks.
+    cleaned = sanitize_spec(with_x(axis={"tickCount": "millisecond", "title": "Day"}))
+    assert cleaned["encoding"]["x"]["axis"] == {"title": "Day"}
+
+
+def test_date_objects_of_numbers_are_kept():
+    cleaned = sanitize_spec(with_x(scale={"domain": [{"year": 2024, "month": 1}, {"year": 2025}]}))
+    assert cleaned["encoding"]["x"]["scale"]["domain"] == [
+        {"year": 2024, "month": 1},
+        {"year": 2025},
+    ]
+
+
+def test_a_colour_cannot_load_a_url():
+    spec = bar_spec(mark={"type": "bar", "fill": "url(https://evil.example/x)"})
+    spec["encoding"]["color"] = {"value": "URL( https://evil.example/y)"}
+    cleaned = sanitize_spec(spec)
+    assert cleaned["mark"] == {"type": "bar"}
+    assert "color" not in cleaned["encoding"] or "value" not in cleaned["encoding"]["color"]
+
+
+# --- Sizes counted in steps ---------------------------------------------------------------------
+
+
+def categories(count: int) -> list[dict[str, Any]]:
+    return [{"company": f"c{i}", "revenue": i} for i in range(count)]
+
+
+def test_a_step_sized_view_of_many_categories_gets_a_fixed_width():
+    many = sanitize_spec(bar_spec(data={"values": categories(900)}))
+    assert many["width"] == chart_spec.MAX_SIZE_PX  # 900 x 20 px would be 18,000 px
+    stepped = sanitize_spec(bar_spec(data={"values": categories(900)}, width={"step": 50}))
+    assert stepped["width"] == chart_spec.MAX_SIZE_PX
+
+
+def test_a_step_sized_view_of_few_categories_keeps_its_steps():
+    few = sanitize_spec(bar_spec(data={"values": categories(30)}, width={"step": 30}))
+    assert few["width"] == {"step": 30}
+    assert "width" not in sanitize_spec(bar_spec())
+    # 900 rows, but only three companies: the field's own values bound the width.
+    rows = [{"company": f"c{i % 3}", "revenue": i} for i in range(900)]
+    assert "width" not in sanitize_spec(bar_spec(data={"values": rows}))
+
+
+def test_a_layer_shares_its_step_sized_width():
+    layered = {
+        "data": {"values": categories(900)},
+        "layer": [{"mark": "bar", "encoding": {"x": {"field": "company", "type": "nominal"}}}],
+    }
+    assert sanitize_spec(layered)["width"] == chart_spec.MAX_SIZE_PX
+
+
+def test_faceting_into_too_many_views_is_refused():
+    spec = bar_spec(data={"values": categories(500)})
+    spec["encoding"]["row"] = {"field": "company", "type": "nominal"}
+    with pytest.raises(UnsafeSpec, match="views"):
+        sanitize_spec(spec)
+
+
+# --- Placement of many charts -----------------------------------------------------------------
+
+
+def test_every_chart_is_placed_from_one_parse(monkeypatch):
+    from chats.answer import charts
+
+    answer = "\n\n".join(f"Paragraph {i}." for i in range(300))
+    ends = [answer.index(f"Paragraph {i}.") + 3 for i in range(300)]
+    parses = []
+    real = charts._BLOCKS.parse
+    monkeypatch.setattr(charts._BLOCKS, "parse", lambda text: parses.append(1) or real(text))
+    assert chart_blocks(answer, ends) == list(range(300))
+    assert chart_blocks(answer, [*ends, None, 0, len(answer) + 1])[-3:] == [None, None, None]
+    assert len(parses) == 2
+
+
+def test_a_small_event_of_many_keys_stores_a_table_within_the_caps(settings):
+    # ~43 KB on the wire: 1,500 rows of two keys each, all different. Without a column cap the
+    # table was 1,500 rows x 3,000 columns: millions of cells on every view.
+    settings.CHART_MAX_ROWS, settings.CHART_MAX_COLUMNS = 1_000, 20
+    rows = [{f"a{i}": i, f"b{i}": -i} for i in range(1_500)]
+    event = chart_event(vega_lite_spec={"data": {"values": rows}, "mark": "point"})
+    sanitized = storable_event(event).data["sanitized"]
+    assert sanitized["spec"] is None and sanitized["note"].startswith(UNSAFE)
+    table = sanitized["table"]
+    assert len(table["columns"]) == 20 and len(table["rows"]) == 1_000
+    assert (table["total_rows"], table["total_columns"]) == (1_500, 3_000)
+    assert len(json.dumps(table)) < 200_000
+    html = event_view(1, event_from_data(storable_event(event).data))["chart_html"]
+    assert "Showing 1,000 of 1,500 rows and 20 of 3,000 columns." in html
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {  # 20 views, each drawing all 1,000 rows
+            "data": {"values": categories(1_000)},
+            "repeat": [f"f{i}" for i in range(20)],
+            "spec": {"mark": "point", "encoding": {"x": {"field": {"repeat": "repeat"}}}},
+        },
+        bar_spec(  # folded into 50 rows for each of 1,000
+            data={"values": categories(1_000)},
+            transform=[{"fold": [f"f{i}" for i in range(50)]}],
+        ),
+        bar_spec(  # a density of 500 steps for every company
+            data={"values": categories(1_000)},
+            transform=[{"density": "revenue", "groupby": ["company"], "steps": 500}],
+        ),
+    ],
+    ids=["repeat", "fold", "grouped density"],
+)
+def test_transforms_and_views_that_would_draw_too_many_marks_are_refused(spec):
+    with pytest.raises(UnsafeSpec, match="marks"):
+        sanitize_spec(spec)
+
+
+def test_an_ungrouped_density_of_many_steps_is_drawn():
+    spec = bar_spec(data={"values": categories(1_000)}, transform=[{"density": "revenue"}])
+    assert sanitize_spec(spec)["transform"] == [{"density": "revenue"}]
+
+
+@pytest.mark.django_db
+def test_charts_stored_under_older_rules_are_put_through_the_allow_list(user):
+    import importlib
+
+    from django.apps import apps
+
+    from chats.models import Chat, Turn
+
+    migration = importlib.import_module("chats.migrations.0011_charts_allow_list")
+    old_table = {
+        "columns": [f"k{i}" for i in range(3_000)],
+        "rows": [[str(i)] * 3_000 for i in range(2)],
+        "total": 2,
+    }
+    drawn = {"title": "Fine", "spec": bar_spec(), "note": "", "table": old_table, "block": 0}
+    dated = {**drawn, "title": "Dated", "spec": with_x(scale={"domain": [{"year": "1+1"}]})}
+    turn = Turn.objects.create(
+        chat=Chat.objects.create(owner=user), question="q", status="complete", charts=[drawn, dated]
+    )
+    migration.charts_under_the_allow_list(apps, None)
+    fine, refused = Turn.objects.get(pk=turn.pk).charts
+    assert fine["spec"] == sanitize_spec(bar_spec()) and fine["block"] == 0
+    assert refused["spec"] is None and refused["note"].startswith(UNSAFE)
+    for chart in (fine, refused):
+        assert len(chart["table"]["columns"]) == 20 and len(chart["table"]["rows"][0]) == 20
+        assert (chart["table"]["total_rows"], chart["table"]["total_columns"]) == (2, 3_000)

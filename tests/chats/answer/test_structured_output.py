@@ -45,15 +45,84 @@ def test_scalars_and_mixed_lists_are_one_value_column():
     assert structured_table([1, {"a": 1}])["rows"] == [["1"], ['{"a":1}']]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def fields_as_read(text: str, delimiter: str) -> list[str]:
+    """Every field a spreadsheet splitting lines by `delimiter` (and honouring quotes) reads."""
+    return [f for row in csv.reader(io.StringIO(text), delimiter=delimiter) for f in row]
+
+
+def is_plain_number(field: str) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
 def test_csv_cells_cannot_run_as_spreadsheet_formulas():
     value = [
-        {"=cmd": '=HYPERLINK("http://evil.example")', "b": "+1", "c": "-2", "d": "@SUM(A1)"},
+        {"=cmd": '=HYPERLINK("http://evil.example")', "b": "+A1", "c": "-2+3", "d": "@SUM(A1)"},
         {"=cmd": "plain", "b": "1", "c": "a-b", "d": "\tx"},
     ]
     rows = list(csv.reader(io.StringIO(structured_csv(value))))
     assert rows[0] == ["'=cmd", "b", "c", "d"]
-    assert rows[1] == ['\'=HYPERLINK("http://evil.example")', "'+1", "'-2", "'@SUM(A1)"]
+    assert rows[1] == ['\'=HYPERLINK("http://evil.example")', "'+A1", "'-2+3", "'@SUM(A1)"]
     assert rows[2] == ["plain", "1", "a-b", "'\tx"]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "x;=1+1",
+        "x,=1+1",
+        "x|=1+1",
+        "x\t=1+1",
+        "a;+cmd",
+        "a;-2+3",
+        "a;@SUM(A1)",
+        "a;\t=1",
+        "a;\r=1",
+        'a";=1+1',
+        "a, =1+1",
+    ],
+)
+@pytest.mark.parametrize("delimiter", [",", ";", "|", "\t"])
+def test_no_separator_lets_a_cell_start_a_formula(cell, delimiter):
+    text = structured_csv([{"name": cell, "n": 1}, {"name": cell, "n": 2}])
+    for field in fields_as_read(text, delimiter):
+        if is_plain_number(field):
+            continue
+        assert not field.lstrip(" ").startswith(FORMULA_STARTS), (delimiter, field)
+    # Read by its own separator, the cell comes back whole.
+    assert list(csv.reader(io.StringIO(text)))[1][0] == cell
+
+
+def test_numbers_stay_numbers():
+    value = [{"a": -3.5, "b": 42, "c": "-3.5", "d": "+7", "e": True, "f": None, "g": 1e-7}]
+    text = structured_csv(value)
+    assert text.splitlines()[1] == '-3.5,42,"-3.5","+7","true","",1e-07'
+    assert list(csv.reader(io.StringIO(text), quoting=csv.QUOTE_NONNUMERIC))[1][:2] == [-3.5, 42]
+
+
+def test_the_page_table_is_cut_to_its_caps_and_says_so(settings):
+    settings.STRUCTURED_OUTPUT_MAX_ROWS = 500
+    settings.STRUCTURED_OUTPUT_MAX_COLUMNS = 20
+    settings.STRUCTURED_OUTPUT_MAX_CELL_CHARS = 50
+    rows = [{f"k{i}": "x" * 80, "n": i} for i in range(12_000)]  # 12,001 distinct keys
+    table = structured_table(rows)
+    assert len(table["rows"]) == 500 and len(table["columns"]) == 20
+    assert (table["total_rows"], table["total_columns"]) == (12_000, 12_001)
+    assert table["rows"][0][0] == "x" * 49 + "…"
+    from chats.templatetags.chats_charts import table_cut
+
+    assert table_cut(table, True) == (
+        "Showing 500 of 12,000 rows and 20 of 12,001 columns; download the CSV for all."
+    )
+    assert table_cut(structured_table(ROWS)) == ""
+    pairs = structured_table({f"k{i}": i for i in range(600)})
+    assert len(pairs["rows"]) == 500 and pairs["total_rows"] == 600
 
 
 @pytest.mark.django_db
@@ -73,7 +142,9 @@ class TestDownloads:
         assert response.status_code == HTTPStatus.OK
         assert response["Content-Type"].startswith("text/csv")
         assert "attachment" in response["Content-Disposition"]
-        assert response.content.decode().splitlines()[0] == "company,revenue,segments,eps,meta"
+        assert response.content.decode().splitlines()[0] == (
+            '"company","revenue","segments","eps","meta"'
+        )
         response = client.get(self.url(turn, "json"))
         assert response["Content-Type"] == "application/json"
         assert json.loads(response.content) == ROWS
@@ -126,3 +197,21 @@ class TestDownloads:
         body = client.get(reverse("chat_export", args=[turn.chat_id])).content.decode()
         assert "**Structured output**" in body
         assert "| company | revenue | segments | eps | meta |" in body
+
+    def test_a_34_kb_output_of_distinct_keys_makes_a_small_page_and_a_full_csv(
+        self, client, user, turn
+    ):
+        rows = [{f"k{i}": i} for i in range(2_200)]  # ~34 KB of JSON, 2,200 columns
+        assert 30_000 < len(json.dumps(rows)) < 40_000
+        turn.structured_output = rows
+        turn.save()
+        client.force_login(user)
+        page = client.get(reverse("chat_detail", args=[turn.chat_id])).content.decode()
+        assert len(page) < 200_000  # was 36 MB: 2,500 rows x 2,500 columns of cells
+        assert "Showing 500 of 2,200 rows and 20 of 2,200 columns; download the CSV for all." in (
+            page
+        )
+        lines = client.get(self.url(turn, "csv")).content.decode().splitlines()
+        assert len(lines) == 2_201 and lines[0].count(",") == 2_199
+        assert lines[-1].endswith(",2199")
+        assert json.loads(client.get(self.url(turn, "json")).content) == rows
