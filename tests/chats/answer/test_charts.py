@@ -511,7 +511,7 @@ def test_charts_stored_under_older_rules_are_put_through_the_allow_list(user):
 
     from chats.models import Chat, Turn
 
-    migration = importlib.import_module("chats.migrations.0011_charts_allow_list")
+    migration = importlib.import_module("chats.migrations.0013_charts_allow_list")
     old_table = {
         "columns": [f"k{i}" for i in range(3_000)],
         "rows": [[str(i)] * 3_000 for i in range(2)],
