@@ -28,6 +28,7 @@ from chats.live.protocol import LEAF, ErrorCode
 from chats.models import Chat, OutputSchema, Turn, TurnEvent
 from chats.run.options import QuestionOptions, request_fields
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from citations.pages import with_pending_pages
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer
 from citations.services import citations_resolve, citations_store_for_turns
@@ -340,7 +341,8 @@ def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     transaction and, but for an UPDATE of each turn and of its chat, the queries of one.
 
     Returns, in the order of `ends`, each stored turn, or None for a turn already finished (by
-    a sweeper that thought its run dead) or gone.
+    a sweeper that thought its run dead) or gone. A stored turn's `pages_to_check` says whether
+    it cites pages without passages, which `chats.verify.check` then reads.
     """
     # Citations and HTML first, outside the transaction: on SQLite it holds the one write lock,
     # which the event log's writer waits for meanwhile.
@@ -352,6 +354,8 @@ def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
         )
         for end in ends
     ]
+    if settings.SOURCE_FETCH_ENABLED:  # pages cited without a passage are read afterwards
+        cited = [with_pending_pages(c) for c in cited]
     html = [render_html(c, doc_id=f"t{end.turn_id}") for c, end in zip(cited, ends, strict=True)]
     with transaction.atomic():
         return _store_ends(list(zip(ends, cited, html, strict=True)))
@@ -375,7 +379,9 @@ def _store_ends(ends: list[tuple[TurnEnd, CitedAnswer, str]]) -> list[Turn | Non
     citations_store_for_turns([(t.pk, cited) for t, _, cited, _ in finishing], replace_stored=False)
     now = timezone.now()
     changed_chats = {}
-    for turn, end, _, html in finishing:
+    for turn, end, cited, html in finishing:
+        # Not a field: tells the run to read the pages the answer cites (chats/verify/).
+        turn.pages_to_check = bool(cited.pages)
         transcript = end.transcript
         turn.chat = chat = chats[turn.chat_id]
         turn.answer_text = transcript.answer

@@ -83,6 +83,8 @@ def render_json(cited: CitedAnswer) -> dict[str, Any]:
                 "headline": s.headline,
                 "url": s.url,
                 "published_on": s.published_on.isoformat() if s.published_on else None,
+                # Only for a page the site read itself (citations.pages).
+                **({"page": cited.pages[s.key].to_data()} if s.key in cited.pages else {}),
             }
             for s in cited.sources
         ],

@@ -318,3 +318,13 @@ WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
 WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
+
+# --- Checking cited pages -------------------------------------------------------------------
+# When a finished answer cites a web page without a passage (Gemini, OpenAI, xAI...), the site
+# fetches the page after the answer is shown and checks the claim's figures against its words
+# (chats/verify/, citations/pages.py; README "Checking cited pages" lists the safety rules).
+SOURCE_FETCH_ENABLED = env.bool("SOURCE_FETCH_ENABLED", default=True)
+# `host` or `host:port` entries fetched even though their address is private (an intranet).
+SOURCE_FETCH_ALLOWED_HOSTS = env.list("SOURCE_FETCH_ALLOWED_HOSTS", default=[])
+# A page fetched this recently is read from the cache (citations.SourcePage), not fetched again.
+SOURCE_FETCH_MAX_AGE_HOURS = env.float("SOURCE_FETCH_MAX_AGE_HOURS", default=24.0)

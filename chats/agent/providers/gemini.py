@@ -42,7 +42,7 @@ from chats.agent.providers.attempts import (
     with_retries,
 )
 from chats.agent.sse import StreamMessage
-from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.references import Citation, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
 logger = logging.getLogger(__name__)
@@ -251,7 +251,6 @@ def _support_citations(
         problem = f"segment is in part {part}; only part 0 is the answer"
     start = offsets(start_byte) if not problem else None
     end = offsets(end_byte) if not problem else None
-    segment_text = segment.get("text")
     indices = support.get("groundingChunkIndices")
     scores = support.get("confidenceScores")
     scores = scores if isinstance(scores, list) else []
@@ -262,21 +261,19 @@ def _support_citations(
         relevance = score if is_number else None
         valid_index = _is_count(index) and index < len(chunks)
         source = grounding_source(chunks[index]) if valid_index else None
-        passages = (
-            (Passage(text=segment_text, relevance=relevance),)
-            if isinstance(segment_text, str) and segment_text.strip()
-            else ()
-        )
+        # No passage: the segment's text is the answer's own words, not the source's, and a
+        # claim checked against itself always "passes". The site reads the page instead
+        # (citations.pages). The confidence score is kept in `data`.
         citations.append(
             Citation(
                 start=start,
                 end=end,
                 source=source,
-                passages=passages,
                 problem=problem or ("" if valid_index else f"no grounding chunk {index!r}"),
                 data={
                     "segment": segment,
                     "grounding_chunk_index": index,
+                    "confidence": relevance,
                     "byte_start": start_byte,
                     "byte_end": end_byte,
                 },

@@ -100,6 +100,7 @@
       case "turn.events": return onTurnEvents(frame);
       case "turn.notice": return setLiveStatus(frame.turn_id, frame.label);
       case "turn.finished": return onTurnFinished(frame);
+      case "turn.checked": return onTurnChecked(frame);
       case "error": return showConnection(frame.message);
     }
   }
@@ -140,6 +141,12 @@
       card.outerHTML = frame.html; // the server's cited answer replaces the preview
     }
     updateComposer();
+  }
+
+  // A finished turn's card again, its claims checked against the pages they cite.
+  function onTurnChecked(frame) {
+    const card = cardFor(frame.turn_id);
+    if (card && card.dataset.status !== "streaming") card.outerHTML = frame.html;
   }
 
   // Each field of an event view says what to do with it (chats/live/protocol.py, EventView).
