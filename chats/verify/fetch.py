@@ -75,9 +75,9 @@ def address_problem(address: str) -> str:
     for kind, test in (
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
-        ("private", ip.is_private),
         ("multicast", ip.is_multicast),
         ("reserved", ip.is_reserved or ip.is_unspecified),
+        ("private", ip.is_private),
     ):
         if test:
             return f"a {kind} address"
