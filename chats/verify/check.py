@@ -62,11 +62,39 @@ async def wait_for_source_checks() -> None:
         await asyncio.wait(list(tasks))
 
 
+async def stop_source_checks() -> None:
+    """Stop this loop's checks (the server is shutting down); each records why it stopped."""
+    tasks = list(_checks().tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def _check_safely(turn_id: int) -> None:
     try:
         await check_turn_sources(turn_id)
+    except asyncio.CancelledError:
+        # A turn must not say "Checking 3 sources…" for ever: its pages count as unread.
+        await _store_unread(turn_id, "the server restarted before it was read")
+        raise
     except Exception:
         logger.exception("Checking the cited pages of turn %s failed", turn_id)
+        await _store_unread(turn_id, "the check failed on our side")
+
+
+async def _store_unread(turn_id: int, problem: str) -> None:
+    try:
+        turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
+        reads = {
+            key: PageRead(url=read.url, problem=problem)
+            for key, read in cited.pages.items()
+            if read.pending
+        }
+        if reads:
+            frame = await database_sync_to_async(_store_checked)(turn, cited, reads)
+            await publish_to_chat(turn.chat_id, frame)
+    except Exception:
+        logger.exception("Recording the unread pages of turn %s failed", turn_id)
 
 
 async def check_turn_sources(turn_id: int) -> None:
