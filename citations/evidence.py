@@ -139,7 +139,12 @@ def checks_summary(cited: CitedAnswer) -> str:
 
 def content_words(text: str) -> set[str]:
     """Return the words of `text` worth matching (casefolded, no stop words, no single letters)."""
-    return {w for w in (m.casefold() for m in _WORD.findall(text)) if len(w) > 1} - _STOPWORDS
+    return {w for w in word_set(text) if len(w) > 1} - _STOPWORDS
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Return every word of `text`, casefolded: to intersect with a claim's `content_words`."""
+    return frozenset(_WORD.findall(text.casefold()))
 
 
 def shared_words(claim: str, passage: str) -> list[tuple[int, int]]:

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import JSONField, Value
 from django.utils import timezone
 
@@ -163,17 +163,26 @@ def citations_store_pages(*, turn_id: int, cited: CitedAnswer) -> None:
     """Store the passages taken from cited pages, what happened to each page and the claims'
     checks again, on the turn's stored references (`citations.pages.with_pages`)."""
     checks = _checks(cited)
-    rows = {r.position: r for r in Reference.objects.filter(turn_id=turn_id)}
-    changed = []
+    ids = dict(Reference.objects.filter(turn_id=turn_id).values_list("position", "pk"))
+    fields = [Reference._meta.get_field(name) for name in ("passages", "claim_check", "page")]
+    rows = []
     for ref in cited.references:
-        row = rows.get(ref.position)
-        if row is None:
+        if ref.position not in ids:
             continue
-        row.passages = _passages(ref)
-        row.claim_check = checks.get(ref.marker_offset) if ref.marker_offset is not None else None
-        row.page = _page(cited.pages, ref)
-        changed.append(row)
-    Reference.objects.bulk_update(changed, ["passages", "claim_check", "page"])
+        check = checks.get(ref.marker_offset) if ref.marker_offset is not None else None
+        values = (_passages(ref), check, _page(cited.pages, ref))
+        rows.append(
+            [f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)]
+            + [ids[ref.position]]
+        )
+    # One statement run for each row: bulk_update's CASE per field and row cost 3x the CPU.
+    columns = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {connection.ops.quote_name(Reference._meta.db_table)}"  # noqa: S608
+            f" SET {columns} WHERE id = %s",
+            rows,
+        )
 
 
 def source_page_save(
