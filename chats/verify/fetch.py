@@ -21,8 +21,10 @@ worker thread: parsing a page costs milliseconds of CPU that the event loop must
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -129,6 +131,11 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
 def _no_cookies() -> CookieJar:
     """A jar that neither keeps nor sends any cookie (a redirect hop cannot set one)."""
     return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
@@ -148,10 +155,15 @@ class PageFetcher:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self._backend = _GuardedBackend(allowed_hosts, resolve)
+        self._client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> PageFetcher:
+        # Loading the CA bundle takes tens of ms of CPU: once per process, off the event loop.
+        ssl_context = await asyncio.to_thread(_ssl_context)
         transport = httpx.AsyncHTTPTransport(retries=0)
         # httpx has no option for a network backend; its pool is httpcore's, which has.
         transport._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=ssl_context,
             max_connections=MAX_CONCURRENT,
             network_backend=self._backend,
             retries=0,
@@ -161,18 +173,17 @@ class PageFetcher:
             follow_redirects=False,
             trust_env=False,  # no proxy, no .netrc credentials
             cookies=_no_cookies(),
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(self.timeout),
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9",
             },
         )
-
-    async def __aenter__(self) -> PageFetcher:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
 
     async def fetch(self, url: str) -> FetchedPage:
         """Fetch `url` and read its main text; never raises for what the page does."""
@@ -191,6 +202,7 @@ class PageFetcher:
         return await asyncio.to_thread(_with_main_text, page, body)
 
     async def _follow(self, url: str) -> tuple[FetchedPage, str]:
+        assert self._client is not None, "use PageFetcher as an async context manager"
         current = url
         for _hop in range(MAX_REDIRECTS + 1):
             current = _fetchable(current)
