@@ -55,7 +55,7 @@ async def ask_gemini(connect, user, gemini, page_url: str):
 
 
 async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
-    connect, user, gemini, news
+    connect, user, reviewer, gemini, news
 ):
     chat, client, turn_id = await ask_gemini(connect, user, gemini, news.url + REDIRECT)
 
@@ -93,6 +93,14 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
     )
     exported = (await web.get(reverse("chat_export_json", args=[chat.pk]))).json()
     assert "38% not found in its source" in str(exported)
+
+    admin = AsyncClient()
+    await admin.aforce_login(reviewer)
+    review = await admin.get(reverse("admin:chats_turn_change", args=[turn_id]))
+    assert "38% not found in its source" in review.content.decode()
+    assert f"fetched {page.fetched_at.date().isoformat()}: {final}" in review.content.decode()
+    pages = await admin.get(reverse("admin:citations_sourcepage_changelist"))
+    assert final in pages.content.decode()
 
 
 async def test_a_page_cited_again_comes_from_the_cache(connect, user, gemini, news):
