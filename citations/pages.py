@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date
 
-from citations.claims import check_claim, extract_figures
+from citations.claims import check_claim
 from citations.evidence import claims_of, content_words, with_checks
 from citations.references import PageRead, Passage
 from citations.resolve import CitedAnswer
@@ -30,11 +30,12 @@ MAX_PASSAGES = 3  # sentences shown (and checked) for one claim from one page
 _CANDIDATES = 8  # best-scoring sentences looked at for a missing figure
 _MAX_SENTENCE = 600  # characters: a "sentence" longer than this (a table, a list) is cut
 _FIGURE_WEIGHT = 3  # a figure of the claim written in a sentence counts as three shared words
-# A sentence ends at . ! ? or … (and any closing quote or bracket, kept with it) before the
-# capital, digit or currency sign that starts the next; each line of the extracted text ends one.
+# Within a line, a sentence ends at . ! ? or … (and any closing quote or bracket, kept with it)
+# before the capital, digit or currency sign that starts the next; each line ends one too.
 _SENTENCE_END = re.compile(
-    r"([.!?\u2026][\"'\u201d\u2019)\]]*)\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9$\u20ac\u00a3\u00a5])|\n+"
+    r"([.!?\u2026][\"'\u201d\u2019)\]]*)\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9$\u20ac\u00a3\u00a5])"
 )
+_ENDS = (". ", "? ", "! ", "\u2026 ")  # a line without any of these is one sentence
 _NUMERAL = re.compile(r"\d+(?:[.,]\d+)*")
 
 
@@ -47,13 +48,15 @@ class PageSentences:
 
 
 def page_sentences(text: str) -> PageSentences:
-    pieces = _SENTENCE_END.split(text)  # sentence, its end punctuation (or None), sentence...
     sentences = []
-    for position in range(0, len(pieces), 2):
-        end = pieces[position + 1] if position + 1 < len(pieces) else ""
-        sentence = " ".join((pieces[position] + (end or "")).split())
-        if len(sentence) > 1:
-            sentences.append(sentence[:_MAX_SENTENCE])
+    for line in text.splitlines():
+        # The regex only where a line may hold several sentences: it is most of the cost.
+        pieces = _SENTENCE_END.split(line) if any(e in line for e in _ENDS) else [line]
+        for position in range(0, len(pieces), 2):  # sentence, its end punctuation, sentence...
+            end = pieces[position + 1] if position + 1 < len(pieces) else ""
+            sentence = " ".join((pieces[position] + end).split())
+            if len(sentence) > 1:
+                sentences.append(sentence[:_MAX_SENTENCE])
     return PageSentences(tuple(sentences), tuple(s.casefold() for s in sentences))
 
 
@@ -62,7 +65,9 @@ def best_passages(claim: str, page: PageSentences) -> tuple[str, ...]:
     sentence has a word or figure of it)."""
     # Substring tests, not word sets: scoring every sentence of 20 pages for 40 claims must
     # cost milliseconds; the figure check, not the score, decides what is supported.
-    numerals = [n for f in extract_figures(claim) for n in _NUMERAL.findall(f.text)]
+    # Every digit run of the claim, figure or not ("Q3" gives "3"): a cheap hint for the
+    # ranking; the figure check below reads the figures properly.
+    numerals = _NUMERAL.findall(claim)
     wanted = [*content_words(claim), *numerals * _FIGURE_WEIGHT]  # a figure counts thrice
     scored = []
     for position, folded in enumerate(page.folded):
@@ -73,6 +78,8 @@ def best_passages(claim: str, page: PageSentences) -> tuple[str, ...]:
         return ()
     ranked = [position for _, position in sorted(scored)[:_CANDIDATES]]
     chosen = ranked[:1]
+    if all(n in page.sentences[chosen[0]] for n in numerals):
+        return (page.sentences[chosen[0]],)  # every figure is written there: nothing to add
     check = check_claim(claim, [page.sentences[chosen[0]]])
     for position in ranked[1:]:
         if not check.missing or len(chosen) == MAX_PASSAGES:
