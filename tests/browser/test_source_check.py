@@ -64,6 +64,13 @@ def test_a_gemini_claim_is_flagged_against_its_page_live_and_after_a_reload(
         "2 cited claims: 1 checked, 1 figure not found in its source."
     )
     check_cards(page, again, news.url)
+    # The source's panel lists both claims, each passage saying where it comes from.
+    again.locator("sup.footnote-ref a").nth(1).click()
+    panel = page.locator(".evidence-panel")
+    expect(panel.locator(".evidence-origin")).to_have_count(2)
+    expect(panel.locator(".evidence-check").nth(1)).to_have_text("38% not found in its source")
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
     assert news.paths == ["/grounding-api-redirect/AbC123", "/2026/11/acme-results"]
     assert answer is not None and page.js_errors == []
 

@@ -137,3 +137,54 @@ async def test_with_fetching_off_nothing_is_fetched_and_no_claim_is_checked(
     html = (await client.receive_until("turn.finished", turn_id=turn_id, timeout=30))[-1]["html"]
     assert "2 cited claims: 2 without a passage to check." in html
     assert news.requests == []
+
+
+async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunks_is_not(
+    user, news
+):
+    """Any agent: a source that came without a passage gets the page's; the agent's own
+    passages are kept as they are, and the two kinds say where they come from."""
+    from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
+    from chats.agent.transcript import Transcript
+    from chats.models import Chat
+    from chats.services import TurnEnd, turn_finish_many
+    from chats.verify.check import check_turn_sources
+    from citations.references import Citation, Passage, SourceDocument
+
+    one, two = SENTENCES[0], SENTENCES[1]
+    page = SourceDocument(
+        key="id:n1", type="BIGDATA", name="Example News", url=f"{news.url}/2026/11/acme-results"
+    )
+    chunked = SourceDocument(key="id:r1", type="BIGDATA", name="Reuters", url="https://r.example/1")
+    transcript = Transcript.from_events(
+        [
+            AnswerEvent(content=one + two),
+            GroundingEvent(
+                citations=(
+                    Citation(
+                        start=0,
+                        end=len(one),
+                        source=chunked,
+                        passages=(Passage("Quarterly revenue rose 12 percent to $4.1bn."),),
+                    ),
+                    Citation(start=len(one) + 1, end=len(one + two), source=page),
+                )
+            ),
+            CompleteEvent(),
+        ]
+    )
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
+    end = TurnEnd(turn.pk, transcript, Turn.Status.COMPLETE)
+    (finished,) = await database_sync_to_async(turn_finish_many)([end])
+    assert finished.pages_to_check
+    assert "Checking 1 source…" in finished.answer_html
+
+    await check_turn_sources(turn.pk)
+
+    await turn.arefresh_from_db()
+    html = turn.answer_html
+    assert "2 cited claims: 1 checked, 1 figure not found in its source." in html
+    assert "The passage the agent cited" in html
+    assert "From the page, fetched" in html
+    assert news.paths == ["/2026/11/acme-results"]  # the chunked source's page is not fetched
