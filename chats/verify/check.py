@@ -73,6 +73,8 @@ async def stop_source_checks() -> None:
 async def _check_safely(turn_id: int) -> None:
     try:
         await check_turn_sources(turn_id)
+    except Turn.DoesNotExist:
+        return  # deleted (with its chat) while its pages were read: nothing to record
     except asyncio.CancelledError:
         # A turn must not say "Checking 3 sources…" for ever: its pages count as unread.
         await _store_unread(turn_id, "the server restarted before it was read")
