@@ -67,8 +67,9 @@ def _checks_summary(cited: CitedAnswer) -> str:
     summary = checks_summary(cited)
     if not summary:
         return ""
-    end = "" if summary.endswith("…") else "."  # "Checking 3 sources…"
-    return f'<p class="claim-summary">{escape(summary)}{end}</p>\n'
+    if summary.endswith("…"):  # "Checking 3 sources…": the page asks again if it misses the end
+        return f'<p class="claim-summary claim-summary-pending">{escape(summary)}</p>\n'
+    return f'<p class="claim-summary">{escape(summary)}.</p>\n'
 
 
 def _also_consulted(cited: CitedAnswer) -> str:
@@ -309,7 +310,8 @@ _CLEANER = nh3.Cleaner(
         "li": {"footnote-item"},
         "ol": {"footnotes-list"},
         "p": {
-            "tool-attributions", "claim-summary", "evidence-claim-text", "evidence-check",
+            "tool-attributions", "claim-summary", "claim-summary-pending", "evidence-claim-text",
+            "evidence-check",
             "evidence-check-flagged", "evidence-check-supported", "evidence-check-no-passage",
             "evidence-label", "evidence-meta", "evidence-headline", "evidence-none",
             "evidence-origin", "evidence-check-pending",

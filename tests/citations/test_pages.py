@@ -104,7 +104,7 @@ def test_while_pages_are_read_the_summary_says_so():
     pending = with_pending_pages(cited_without_passages())
     assert checks_summary(pending) == "Checking 1 source…"
     html = render_html(pending, doc_id="t1")
-    assert '<p class="claim-summary">Checking 1 source…</p>' in html
+    assert '<p class="claim-summary claim-summary-pending">Checking 1 source…</p>' in html
     assert "Checking the page…" in html
 
 

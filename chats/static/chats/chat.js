@@ -69,11 +69,16 @@
   }
 
   // Ask for whatever this page has not seen: events after each streaming turn's cursor, and
-  // turns newer than the newest one on the page.
+  // turns newer than the newest one on the page. A finished turn whose cited pages were still
+  // being read is asked for again: the server answers with its card as it is now.
   function sync() {
     const cursors = {};
     for (const card of thread.querySelectorAll('.turn[data-status="streaming"]')) {
       cursors[card.dataset.turnId] = streamFor(card.dataset.turnId).seq;
+    }
+    for (const summary of thread.querySelectorAll(".turn .claim-summary-pending")) {
+      const card = summary.closest(".turn");
+      if (card.dataset.status !== "streaming") cursors[card.dataset.turnId] = 0;
     }
     send({ type: "sync", cursors, newest_turn_id: newestTurnId });
   }

@@ -188,3 +188,22 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
     assert "The passage the agent cited" in html
     assert "From the page, fetched" in html
     assert news.paths == ["/2026/11/acme-results"]  # the chunked source's page is not fetched
+
+
+async def test_a_page_that_missed_the_result_gets_it_when_it_syncs_the_checking_turn(
+    connect, user, gemini, news
+):
+    """chat.js sends a sync naming the finished turns whose card still says "Checking…"."""
+    from chats.verify.check import wait_for_source_checks
+
+    chat, client, turn_id = await ask_gemini(connect, user, gemini, news.url + REDIRECT)
+    finished = (await client.receive_until("turn.finished", turn_id=turn_id, timeout=30))[-1]
+    assert "claim-summary-pending" in finished["html"]
+    await client.close()  # the socket drops while the page is read
+    await wait_for_source_checks()
+
+    again = await connect(user, chat)
+    await again.send({"type": "sync", "cursors": {str(turn_id): 0}, "newest_turn_id": turn_id})
+    card = (await again.receive_until("turn.finished", turn_id=turn_id))[-1]
+    assert "38% not found in its source" in card["html"]
+    assert "claim-summary-pending" not in card["html"]
