@@ -29,6 +29,7 @@ from chats.live.protocol import LEAF, ErrorCode
 from chats.models import Chat, OutputSchema, Turn, TurnEvent
 from chats.run.options import QuestionOptions, request_fields
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from citations.pages import with_pending_pages
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer
 from citations.services import citations_resolve, citations_store_for_turns
@@ -312,6 +313,8 @@ def turn_render_end(end: TurnEnd) -> RenderedEnd:
         citations=transcript.citations,
         tool_calls=transcript.tool_calls,
     )
+    if settings.SOURCE_FETCH_ENABLED:  # pages cited without a passage are read afterwards
+        cited = with_pending_pages(cited)
     return RenderedEnd(
         cited=cited,
         html=render_html(cited, doc_id=f"t{end.turn_id}"),
@@ -370,7 +373,8 @@ def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     transaction and, but for an UPDATE of each turn and of its chat, the queries of one.
 
     Returns, in the order of `ends`, each stored turn, or None for a turn already finished (by
-    a sweeper that thought its run dead) or gone.
+    a sweeper that thought its run dead) or gone. A stored turn's `pages_to_check` says whether
+    it cites pages without passages, which `chats.verify.check` then reads.
     """
     # Citations, HTML and charts first, outside the transaction: on SQLite it holds the one
     # write lock, which the event log's writer waits for meanwhile.
@@ -398,6 +402,8 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
     now = timezone.now()
     changed_chats = {}
     for turn, end, rendered in finishing:
+        # Not a field: tells the run to read the pages the answer cites (chats/verify/).
+        turn.pages_to_check = bool(rendered.cited.pages)
         transcript = end.transcript
         turn.chat = chat = chats[turn.chat_id]
         turn.answer_text = transcript.answer

@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from citations.models import AuditTrace, Source
+from citations.models import AuditTrace, Source, SourcePage
 from citations.review_admin import ReviewOnlyAdmin, headline_list, pretty_json, summary, turn_link
 
 
@@ -111,3 +111,31 @@ class AuditTraceAdmin(ReviewOnlyAdmin):
     @admin.display(description="trace as received")
     def data_pretty(self, trace: AuditTrace) -> SafeString:
         return pretty_json(trace.data)
+
+
+@admin.register(SourcePage)
+class SourcePageAdmin(ReviewOnlyAdmin):
+    """Cited pages as the site last fetched them to check claims (citations.pages)."""
+
+    list_display = ("url_summary", "final_link", "fetched_at", "status_code", "problem")
+    list_filter = ("problem",)
+    search_fields = ("url", "final_url")
+    show_full_result_count = False
+    fields = (
+        "url",
+        "final_link",
+        "fetched_at",
+        "status_code",
+        "content_type",
+        "problem",
+        "text",
+    )
+    readonly_fields = ("final_link",)
+
+    @admin.display(description="URL")
+    def url_summary(self, page: SourcePage) -> str:
+        return summary(page.url, 100)
+
+    @admin.display(description="final URL")
+    def final_link(self, page: SourcePage) -> SafeString | str:
+        return safe_link(page.final_url)

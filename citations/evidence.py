@@ -2,9 +2,10 @@
 
 A claim is what one footnote marker closes: the text from the earliest start of the spans that
 end at that marker to the marker. Its evidence is the passages each of its sources contributed
-(Bigdata chunks, Anthropic's cited_text, Gemini's segment text...). The figure check
-(`claims.check_claim`) runs once, when the turn completes; the result is stored with the
-references and read back, never recomputed on display.
+(Bigdata chunks, Anthropic's cited_text, sentences of a cited page the site fetched). The figure
+check (`claims.check_claim`) runs when the turn completes, and again once the cited pages are
+read (`citations.pages`); the result is stored with the references and read back, never
+recomputed on display.
 """
 
 from __future__ import annotations
@@ -124,9 +125,26 @@ def with_stored_checks(cited: CitedAnswer, checks: dict[int, ClaimCheck]) -> Cit
 
 
 def checks_summary(cited: CitedAnswer) -> str:
-    """Return "9 cited claims: 8 checked, 1 figure not found in its source", or ""."""
+    """Return "9 cited claims: 8 checked, 1 figure not found in its source", or "".
+
+    While the site is still reading cited pages (`citations.pages`): "Checking 3 sources…".
+    """
+    shown = {s.key for s in cited.sources}
+    pending = sum(1 for key, read in cited.pages.items() if read.pending and key in shown)
+    if pending:
+        return f"Checking {pending} source{'' if pending == 1 else 's'}…"
     checks = [c.check for c in cited.claims if c.check is not None]
     return summarise(checks) if checks and len(checks) == len(cited.claims) else ""
+
+
+def content_words(text: str) -> set[str]:
+    """Return the words of `text` worth matching (casefolded, no stop words, no single letters)."""
+    return {w for w in word_set(text) if len(w) > 1} - _STOPWORDS
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Return every word of `text`, casefolded: to intersect with a claim's `content_words`."""
+    return frozenset(_WORD.findall(text.casefold()))
 
 
 def shared_words(claim: str, passage: str) -> list[tuple[int, int]]:

@@ -81,6 +81,12 @@ class Reference(models.Model):
         blank=True,
         help_text="The figure check of the claim this reference supports (citations.claims).",
     )
+    page = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What the site made of the cited page when the citation carried no passage: "
+        "{url, final_url, fetched_on, problem, pending} (citations.pages).",
+    )
     data = models.JSONField(help_text="The reference as received.")
 
     class Meta:
@@ -88,3 +94,29 @@ class Reference(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.start}:{self.end}] {self.tool_name}"
+
+
+class SourcePage(models.Model):
+    """A cited web page as the site last fetched it, one row per URL (`chats/verify/`).
+
+    Many turns cite the same page: it is fetched again only once its row is older than
+    SOURCE_FETCH_MAX_AGE_HOURS. A page that could not be read keeps why (`problem`), so a dead
+    link is not asked for by every turn either.
+    """
+
+    url_sha256 = models.CharField(max_length=64, unique=True, help_text="Of `url`: the lookup.")
+    url = models.TextField(help_text="The URL as cited.")
+    final_url = models.TextField(blank=True, help_text="Where its redirects ended.")
+    fetched_at = models.DateTimeField(db_index=True)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    content_type = models.CharField(max_length=200, blank=True)
+    problem = models.CharField(
+        max_length=200, blank=True, help_text="Why it could not be read; empty when it was."
+    )
+    text = models.TextField(blank=True, help_text="Its main text, as the extractor read it.")
+
+    class Meta:
+        ordering = ["-fetched_at"]
+
+    def __str__(self) -> str:
+        return self.url

@@ -18,13 +18,27 @@ from citations.sources import source_label
 
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """Text of the source that supports the claim (a Bigdata chunk, Anthropic's cited_text...)."""
+    """Text of the source that supports the claim (a Bigdata chunk, Anthropic's cited_text...).
+
+    `page_url` and `fetched_on` are set when the site took the passage from the cited page it
+    fetched itself (`citations.pages`), rather than from what the agent sent.
+    """
 
     text: str
     relevance: float | None = None
+    page_url: str = ""
+    fetched_on: date | None = None
+
+    @property
+    def is_from_page(self) -> bool:
+        return self.fetched_on is not None
 
     def to_data(self) -> dict[str, Any]:
-        return {"text": self.text, "relevance": self.relevance}
+        data: dict[str, Any] = {"text": self.text, "relevance": self.relevance}
+        if self.fetched_on is not None:
+            data["page_url"] = self.page_url
+            data["fetched_on"] = self.fetched_on.isoformat()
+        return data
 
     @classmethod
     def from_data(cls, data: Any) -> Passage | None:
@@ -32,7 +46,55 @@ class Passage:
             return None
         relevance = data.get("relevance")
         number = isinstance(relevance, int | float) and not isinstance(relevance, bool)
-        return cls(text=data["text"], relevance=float(relevance) if number else None)
+        return cls(
+            text=data["text"],
+            relevance=float(relevance) if number else None,
+            page_url=str(data.get("page_url") or ""),
+            fetched_on=_date(data.get("fetched_on")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PageRead:
+    """What the site made of a cited web page whose citation carried no passage.
+
+    `pending` while the page is being fetched; then either `text` (its main text, kept only
+    while passages are chosen, never stored with a turn) or `problem`, one line saying why it
+    could not be read ("HTTP 404", "refused: a private address"...). `final_url` is where its
+    redirects ended.
+    """
+
+    url: str
+    final_url: str = ""
+    fetched_on: date | None = None
+    problem: str = ""
+    pending: bool = False
+    text: str = field(default="", repr=False, compare=False)
+
+    @property
+    def is_read(self) -> bool:
+        return not self.pending and not self.problem and bool(self.text.strip())
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "final_url": self.final_url,
+            "fetched_on": self.fetched_on.isoformat() if self.fetched_on else None,
+            "problem": self.problem,
+            "pending": self.pending,
+        }
+
+    @classmethod
+    def from_data(cls, data: Any) -> PageRead | None:
+        if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+            return None
+        return cls(
+            url=data["url"],
+            final_url=str(data.get("final_url") or ""),
+            fetched_on=_date(data.get("fetched_on")),
+            problem=str(data.get("problem") or ""),
+            pending=data.get("pending") is True,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,3 +245,10 @@ def _list(value: Any) -> list[Any]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _date(value: Any) -> date | None:
+    try:
+        return date.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

@@ -89,6 +89,8 @@ def render_json(cited: CitedAnswer) -> dict[str, Any]:
                 "url": s.url,
                 "published_on": s.published_on.isoformat() if s.published_on else None,
                 "placed": s.placed,
+                # Only for a page the site read itself (citations.pages).
+                **({"page": cited.pages[s.key].to_data()} if s.key in cited.pages else {}),
             }
             for s in cited.sources
         ],

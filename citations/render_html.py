@@ -21,9 +21,11 @@ from mdit_py_plugins.footnote import footnote_plugin
 from citations.evidence import checks_summary, shared_words
 from citations.html_markers import anchor, link_markers, marker_env, settle_markers
 from citations.markers import BLOCK_PREFIX
-from citations.references import Passage
+from citations.pages import fetched_label, page_problem_line
+from citations.references import PageRead, Passage
 from citations.render import UNPLACED_NOTE, insert_at
 from citations.resolve import CitedAnswer, CitedSource, ToolAttribution
+from citations.sources import url_host
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _ALLOWED_LINK = re.compile(r"#|(?:https?|mailto):", re.IGNORECASE)
@@ -63,7 +65,11 @@ def render_html(cited: CitedAnswer, *, doc_id: str) -> str:
 
 def _checks_summary(cited: CitedAnswer) -> str:
     summary = checks_summary(cited)
-    return f'<p class="claim-summary">{escape(summary)}.</p>\n' if summary else ""
+    if not summary:
+        return ""
+    if summary.endswith("…"):  # "Checking 3 sources…": the page asks again if it misses the end
+        return f'<p class="claim-summary claim-summary-pending">{escape(summary)}</p>\n'
+    return f'<p class="claim-summary">{escape(summary)}.</p>\n'
 
 
 def _also_consulted(cited: CitedAnswer) -> str:
@@ -99,12 +105,17 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
     for claim in cited.claims:
         text = _plain_text(cited.answer[claim.start : claim.end])
         parts = [f'<p class="evidence-claim-text">{escape(text)}</p>']
-        if claim.check is not None and claim.check.status != "no_figures":
+        reading = [n for n in claim.footnotes if _read_of(cited, sources[n]).pending]
+        if reading:
+            where = "its source" if len(claim.footnotes) == 1 else "its sources"
+            parts.append(f'<p class="evidence-check evidence-check-pending">checking {where}…</p>')
+        elif claim.check is not None and claim.check.status != "no_figures":
             state = "flagged" if claim.is_flagged else claim.check.status.replace("_", "-")
             message = escape(claim.check.message)
             parts.append(f'<p class="evidence-check evidence-check-{state}">{message}</p>')
         for number, passages in claim.passages:
             source = sources[number]
+            read = _read_of(cited, source)
             meta = " · ".join(
                 escape(x)
                 for x in (
@@ -114,9 +125,14 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
                 )
                 if x
             )
-            shown = "".join(_passage(text, p) for p in passages) or (
-                '<p class="evidence-none">This source sent no passage to show.</p>'
-            )
+            if passages:
+                shown = _origin(passages[0]) + "".join(_passage(text, p) for p in passages)
+            elif read.pending:
+                shown = '<p class="evidence-none">Checking the page…</p>'
+            elif read.problem:
+                shown = f'<p class="evidence-none">{escape(page_problem_line(read.problem))}</p>'
+            else:
+                shown = '<p class="evidence-none">This source sent no passage to show.</p>'
             headline = (
                 f'<p class="evidence-headline">{escape(source.headline)}</p>'
                 if source.headline
@@ -160,6 +176,22 @@ def _parsed_plain_text(markdown: str) -> str:
             if child.type in {"text", "code_inline"}:
                 words.append(child.content)
     return " ".join(" ".join(words).split())
+
+
+_NOT_READ = PageRead(url="")
+
+
+def _read_of(cited: CitedAnswer, source: CitedSource) -> PageRead:
+    """What the site made of the source's page, if it read it (`citations.pages`)."""
+    return cited.pages.get(source.key, _NOT_READ)
+
+
+def _origin(passage: Passage) -> str:
+    """Where the card's passage comes from: the agent, or the page the site fetched."""
+    if passage.fetched_on is None:
+        return '<p class="evidence-origin">The passage the agent cited</p>'
+    page = _link(passage.page_url, url_host(passage.page_url) or passage.page_url)
+    return f'<p class="evidence-origin">{escape(fetched_label(passage.fetched_on))} · {page}</p>'
 
 
 def _passage(claim: str, passage: Passage) -> str:
@@ -282,9 +314,11 @@ _CLEANER = nh3.Cleaner(
         "li": {"footnote-item"},
         "ol": {"footnotes-list"},
         "p": {
-            "tool-attributions", "claim-summary", "evidence-claim-text", "evidence-check",
+            "tool-attributions", "claim-summary", "claim-summary-pending", "evidence-claim-text",
+            "evidence-check",
             "evidence-check-flagged", "evidence-check-supported", "evidence-check-no-passage",
             "evidence-label", "evidence-meta", "evidence-headline", "evidence-none",
+            "evidence-origin", "evidence-check-pending",
         },
         "section": {"footnotes"},
         "span": {"tool-badge", "claim-flag", "evidence-relevance", "source-unplaced"},

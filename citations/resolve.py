@@ -7,14 +7,14 @@ Pure (no database, no rendering, no provider) so that the live run, the stored t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from citations.evidence import Claim, claims_of
 from citations.markers import Marker, group_markers, placements_of
-from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.references import Citation, PageRead, Passage, SourceDocument, ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,8 @@ class CitedAnswer:
     tool_attributions: tuple[ToolAttribution, ...]
     tool_calls: tuple[ToolCall, ...]
     claims: tuple[Claim, ...] = ()  # one per marker; checked by `evidence.with_checks`
+    # The cited pages the site reads itself, by source key (`citations.pages`).
+    pages: Mapping[str, PageRead] = field(default_factory=dict)
 
     @property
     def invalid_references(self) -> list[ResolvedReference]:

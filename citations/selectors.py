@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any, Protocol
+
+from django.utils import timezone
 
 from citations.claims import ClaimCheck
 from citations.evidence import with_stored_checks
-from citations.models import AuditTrace, Reference, Source
-from citations.references import Citation, Passage, SourceDocument, ToolCall
+from citations.models import AuditTrace, Reference, Source, SourcePage
+from citations.references import Citation, PageRead, Passage, SourceDocument, ToolCall
 from citations.resolve import CitedAnswer, resolve_citations
+from citations.services import url_digest
 
 
 class AnsweredTurn(Protocol):
@@ -36,8 +41,12 @@ def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAns
         .select_related("source")
         .order_by("turn_id", "position")
     )
+    pages: dict[Any, dict[str, PageRead]] = defaultdict(dict)
     for reference in references:
         citations[reference.turn_id].append(_citation(reference))
+        read = PageRead.from_data(reference.page) if reference.source else None
+        if read is not None:
+            pages[reference.turn_id][reference.source.key] = read
         if reference.claim_check:
             position = len(citations[reference.turn_id]) - 1
             checks[reference.turn_id][position] = ClaimCheck.from_dict(reference.claim_check)
@@ -57,11 +66,27 @@ def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAns
             answer=turn.answer_text, citations=citations[turn.pk], tool_calls=calls[turn.pk]
         )
         stored = checks[turn.pk]
-        answers[turn.pk] = with_stored_checks(
-            cited,
-            {r.marker_offset: stored[r.position] for r in cited.references if r.position in stored},
+        answers[turn.pk] = replace(
+            with_stored_checks(
+                cited,
+                {
+                    r.marker_offset: stored[r.position]
+                    for r in cited.references
+                    if r.position in stored
+                },
+            ),
+            pages=pages[turn.pk],
         )
     return answers
+
+
+def source_pages_fresh(*, urls: Sequence[str], max_age: timedelta) -> dict[str, SourcePage]:
+    """Return the stored fetches of these URLs made within `max_age`, by URL."""
+    digests = {url_digest(url): url for url in urls}
+    fresh = SourcePage.objects.filter(
+        url_sha256__in=digests, fetched_at__gte=timezone.now() - max_age
+    )
+    return {digests[page.url_sha256]: page for page in fresh}
 
 
 def source_document(source: Source) -> SourceDocument:

@@ -351,3 +351,13 @@ CHART_MAX_CELL_CHARS = env.int("CHART_MAX_CELL_CHARS", default=200)
 STRUCTURED_OUTPUT_MAX_ROWS = env.int("STRUCTURED_OUTPUT_MAX_ROWS", default=500)
 STRUCTURED_OUTPUT_MAX_COLUMNS = env.int("STRUCTURED_OUTPUT_MAX_COLUMNS", default=20)
 STRUCTURED_OUTPUT_MAX_CELL_CHARS = env.int("STRUCTURED_OUTPUT_MAX_CELL_CHARS", default=200)
+
+# --- Checking cited pages -------------------------------------------------------------------
+# When a finished answer cites a web page without a passage (Gemini, OpenAI, xAI...), the site
+# fetches the page after the answer is shown and checks the claim's figures against its words
+# (chats/verify/, citations/pages.py; README "Checking cited pages" lists the safety rules).
+SOURCE_FETCH_ENABLED = env.bool("SOURCE_FETCH_ENABLED", default=True)
+# `host` or `host:port` entries fetched even though their address is private (an intranet).
+SOURCE_FETCH_ALLOWED_HOSTS = env.list("SOURCE_FETCH_ALLOWED_HOSTS", default=[])
+# A page fetched this recently is read from the cache (citations.SourcePage), not fetched again.
+SOURCE_FETCH_MAX_AGE_HOURS = env.float("SOURCE_FETCH_MAX_AGE_HOURS", default=24.0)

@@ -27,6 +27,7 @@ REVIEWER_PERMISSIONS = [
     "view_source",
     "view_reference",
     "view_audittrace",
+    "view_sourcepage",
 ]
 REVIEWER_PASSWORD = "review-pass-77"
 

@@ -18,3 +18,5 @@ LOCAL_DIR.mkdir(exist_ok=True)  # noqa: F405
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(LOCAL_DIR / "test-db.sqlite3")}  # noqa: F405
 DEMO_AGENT_PACE = 0.15
+# Cited pages are fetched only by the tests about it (they serve the pages themselves).
+SOURCE_FETCH_ENABLED = False

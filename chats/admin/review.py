@@ -30,6 +30,8 @@ from chats.answer.usage import usage_by_user_month
 from chats.live.protocol import render_charts
 from chats.models import Chat, Turn, TurnEvent
 from citations.models import AuditTrace, Reference, Source
+from citations.pages import page_problem_line
+from citations.references import PageRead
 from citations.render_html import render_html
 from citations.review_admin import (
     OneObjectFilter,
@@ -214,9 +216,23 @@ class ReferenceInline(ReviewOnlyInline):
         "audit_link",
         "is_valid",
         "problem",
+        "page_read",
     )
     readonly_fields = fields
     verbose_name_plural = "references (what supports each span of the answer)"
+
+    @admin.display(description="cited page")
+    def page_read(self, reference: Reference) -> str:
+        """What the site made of the cited page, when the citation carried no passage."""
+        read = PageRead.from_data(reference.page)
+        if read is None:
+            return "-"
+        if read.pending:
+            return "being read"
+        if read.problem:
+            return page_problem_line(read.problem)
+        fetched = read.fetched_on.isoformat() if read.fetched_on else "?"
+        return f"fetched {fetched}: {read.final_url or read.url}"
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("source")

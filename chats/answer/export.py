@@ -8,6 +8,7 @@ from chats.answer.charts import markdown_table, markdown_tables, table_cut_text
 from chats.answer.structured_output import structured_table
 from chats.models import Turn
 from citations.evidence import checks_summary
+from citations.pages import page_problem_line
 from citations.render import render_markdown
 from citations.resolve import CitedAnswer
 from citations.selectors import cited_answers_for_turns
@@ -50,9 +51,13 @@ def _checks(cited: CitedAnswer) -> str:
     summary = checks_summary(cited)
     if not summary:
         return ""
-    lines = [f"> Figure check: {summary}."]
+    lines = [f"> Figure check: {summary}{'' if summary.endswith('…') else '.'}"]
     for claim in cited.claims:
         if claim.is_flagged:
             text = " ".join(cited.answer[claim.start : claim.end].split())
             lines.append(f"> - “{text}”: {claim.check.message}.")
+    for source in cited.sources:
+        read = cited.pages.get(source.key)
+        if read is not None and read.problem:
+            lines.append(f"> - [{source.number}] {page_problem_line(read.problem)}")
     return "\n" + "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """The websocket protocol between the chat page and the server: every frame, both directions.
 
 Browser → server: `ask`, `stop`, `sync`, validated by `parse_client_frame`.
-Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished` and `error`,
+Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished`, `turn.checked`
+(a finished turn's card again, once its cited pages are read: chats/verify/) and `error`,
 each built by one function here and described by a TypedDict schema that
 `tests/chats/live/test_protocol.py` checks every built frame against.
 Between server processes: `turn.stop` on a turn's control group, `session.end` on a user's
@@ -248,7 +249,8 @@ class EventView(TypedDict):
     chart_html: NotRequired[str]  # append to the turn's charts (charts.js draws it)
 
 
-CardKind = Literal["turn.started", "turn.finished"]  # the frames that carry a turn's card
+# The frames that carry a turn's card.
+CardKind = Literal["turn.started", "turn.finished", "turn.checked"]
 
 
 class TurnCardFrame(TypedDict):
@@ -296,6 +298,7 @@ ChatFrame = TurnCardFrame | TurnEventsFrame | TurnNoticeFrame  # what a chat's p
 SERVER_FRAMES: dict[str, type] = {
     "turn.started": TurnCardFrame,
     "turn.finished": TurnCardFrame,
+    "turn.checked": TurnCardFrame,
     "turn.events": TurnEventsFrame,
     "turn.notice": TurnNoticeFrame,
     "error": ErrorFrame,

@@ -320,7 +320,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             self.announced.add(item.turn_id)
             self.cursors.setdefault(item.turn_id, 0)
             await self.send(text_data=item.text)
-        else:  # turn.notice, turn.finished
+        else:  # turn.notice, turn.finished, turn.checked
             if item.kind == "turn.finished":
                 self.cursors.pop(item.turn_id, None)
             await self.send(text_data=item.text)

@@ -18,6 +18,7 @@ from chats.live.event_log import get_event_log
 from chats.live.relay import close_relay
 from chats.run.asks import get_ask_batches
 from chats.run.runner import get_finish_batches, get_registry, sweep_orphans
+from chats.verify.check import stop_source_checks
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ async def shut_down() -> None:
         get_ask_batches().close,  # asks being started become runs; no new ones start
         get_registry().shutdown,  # each run records itself interrupted and flushes its events
         get_finish_batches().close,  # what the runs stored is announced
+        stop_source_checks,  # pages still being read count as unread
         get_event_log().close,
         get_search_index_queue().drain,
         close_http_sessions,  # every run has ended: their connections are idle

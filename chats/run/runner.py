@@ -53,6 +53,7 @@ from chats.services import (
     turn_interrupt_orphans,
     turn_renew_leases,
 )
+from chats.verify.check import start_source_checks
 
 logger = logging.getLogger(__name__)
 
@@ -463,6 +464,7 @@ async def sweep_orphans() -> None:
     turns = await database_sync_to_async(turn_interrupt_orphans)()
     for turn in turns:
         await _publish_finished_safely(turn)
+    start_source_checks(turn.pk for turn in turns if getattr(turn, "pages_to_check", False))
     # Every way a sweep ends a turn (its partial answer stored, or failed) is indexed here: the
     # search queue's catch-up passes leave chats alone while they stream.
     get_search_index_queue().add_many([turn.chat_id for turn in turns])
@@ -521,6 +523,7 @@ async def _announce_finished(batch: list[Stored]) -> None:
         logger.exception("Announcing the end of %d turns failed", len(stored))
     for turn, _ in stored:
         get_search_index_queue().add(turn.chat_id)
+    start_source_checks(turn.pk for turn, _ in stored if getattr(turn, "pages_to_check", False))
 
 
 # This event loop's ending turns: answers that end together are stored in one trip (and one

@@ -255,7 +255,6 @@ def _support_citations(
         problem = f"segment is in part {part}; only part 0 is the answer"
     start = offsets(start_byte) if not problem else None
     end = offsets(end_byte) if not problem else None
-    segment_text = segment.get("text")
     indices = support.get("groundingChunkIndices")
     scores = support.get("confidenceScores")
     scores = scores if isinstance(scores, list) else []
@@ -267,11 +266,12 @@ def _support_citations(
         valid_index = _is_count(index) and index < len(chunks)
         source = grounding_source(chunks[index]) if valid_index else None
         # A file-search or retrieval chunk carries the source's own text: that is the passage.
+        # A web chunk has none: the segment's text is the answer's own words, and a claim checked
+        # against itself always "passes"; the site reads the page instead (citations.pages).
         own_text = _retrieved_text(chunks[index]) if valid_index else ""
-        passage_text = own_text or segment_text
         passages = (
-            (Passage(text=passage_text, relevance=relevance),)
-            if isinstance(passage_text, str) and passage_text.strip()
+            (Passage(text=own_text, relevance=relevance),)
+            if isinstance(own_text, str) and own_text.strip()
             else ()
         )
         citations.append(
@@ -284,6 +284,7 @@ def _support_citations(
                 data={
                     "segment": segment,
                     "grounding_chunk_index": index,
+                    "confidence": relevance,
                     "byte_start": start_byte,
                     "byte_end": end_byte,
                 },

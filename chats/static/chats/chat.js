@@ -69,11 +69,16 @@
   }
 
   // Ask for whatever this page has not seen: events after each streaming turn's cursor, and
-  // turns newer than the newest one on the page.
+  // turns newer than the newest one on the page. A finished turn whose cited pages were still
+  // being read is asked for again: the server answers with its card as it is now.
   function sync() {
     const cursors = {};
     for (const card of thread.querySelectorAll('.turn[data-status="streaming"]')) {
       cursors[card.dataset.turnId] = streamFor(card.dataset.turnId).seq;
+    }
+    for (const summary of thread.querySelectorAll(".turn .claim-summary-pending")) {
+      const card = summary.closest(".turn");
+      if (card.dataset.status !== "streaming") cursors[card.dataset.turnId] = 0;
     }
     send({ type: "sync", cursors, newest_turn_id: newestTurnId });
   }
@@ -100,6 +105,7 @@
       case "turn.events": return onTurnEvents(frame);
       case "turn.notice": return setLiveStatus(frame.turn_id, frame.label);
       case "turn.finished": return onTurnFinished(frame);
+      case "turn.checked": return onTurnChecked(frame);
       case "error": return showConnection(frame.message);
     }
   }
@@ -140,6 +146,12 @@
       card.outerHTML = frame.html; // the server's cited answer replaces the preview
     }
     updateComposer();
+  }
+
+  // A finished turn's card again, its claims checked against the pages they cite.
+  function onTurnChecked(frame) {
+    const card = cardFor(frame.turn_id);
+    if (card && card.dataset.status !== "streaming") card.outerHTML = frame.html;
   }
 
   // Each field of an event view says what to do with it (chats/live/protocol.py, EventView).

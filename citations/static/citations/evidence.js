@@ -87,7 +87,7 @@
       const check = claim.querySelector(".evidence-check");
       item.append(text.cloneNode(true));
       if (check) item.append(check.cloneNode(true));
-      for (const passage of source.querySelectorAll(".evidence-passage, .evidence-none")) {
+      for (const passage of source.querySelectorAll(".evidence-origin, .evidence-passage, .evidence-none")) {
         item.append(passage.cloneNode(true));
       }
       list.append(item);

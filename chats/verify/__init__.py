@@ -1,0 +1,1 @@
+"""The site checking answers against the pages they cite: fetching safely, then checking."""

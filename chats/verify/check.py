@@ -1,0 +1,191 @@
+"""Check a finished answer's claims against the pages it cites, after the answer is shown.
+
+A turn that cites web pages without passages finishes with those pages marked as being read
+(`citations.pages.with_pending_pages`: its summary says "Checking 3 sources…"). Its run then
+starts `check_turn_sources` as a task of the process: the pages come from the cache
+(`citations.SourcePage`, fresh for SOURCE_FETCH_MAX_AGE_HOURS) or are fetched
+(`chats.verify.fetch`), the best passage of each page is chosen for each claim and the figures
+checked again (`citations.pages.with_pages`), the references and the cited HTML are stored, and a
+`turn.checked` frame gives the turn's pages its new card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from chats.live.per_loop import PerLoop
+from chats.live.protocol import TurnCardFrame, publish_to_chat
+from chats.models import Turn
+from chats.verify.fetch import FetchedPage, PageFetcher
+from citations.models import SourcePage
+from citations.pages import with_pages
+from citations.references import PageRead
+from citations.render_html import render_html
+from citations.resolve import CitedAnswer
+from citations.selectors import cited_answer_for_turn, source_pages_fresh
+from citations.services import citations_store_pages, source_page_save
+
+logger = logging.getLogger(__name__)
+
+
+class _Checks:
+    """This event loop's checks: their tasks kept alive, and pages being fetched, by URL, so
+    that turns citing one page at once fetch it once."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task] = set()
+        self.fetching: dict[str, asyncio.Future[SourcePage]] = {}
+
+
+_checks = PerLoop(_Checks)
+
+
+def start_source_checks(turn_ids: Iterable[int]) -> None:
+    """Check each turn's cited pages in the background (the turn is stored and announced)."""
+    checks = _checks()
+    for turn_id in turn_ids:
+        task = asyncio.create_task(_check_safely(turn_id), name=f"source-check-{turn_id}")
+        checks.tasks.add(task)
+        task.add_done_callback(checks.tasks.discard)
+
+
+async def wait_for_source_checks() -> None:
+    """Wait until this loop's checks are done (tests and benchmarks)."""
+    while tasks := _checks().tasks:
+        await asyncio.wait(list(tasks))
+
+
+async def stop_source_checks() -> None:
+    """Stop this loop's checks (the server is shutting down); each records why it stopped."""
+    tasks = list(_checks().tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _check_safely(turn_id: int) -> None:
+    try:
+        await check_turn_sources(turn_id)
+    except Turn.DoesNotExist:
+        return  # deleted (with its chat) while its pages were read: nothing to record
+    except asyncio.CancelledError:
+        # A turn must not say "Checking 3 sources…" for ever: its pages count as unread.
+        await _store_unread(turn_id, "the server restarted before it was read")
+        raise
+    except Exception:
+        logger.exception("Checking the cited pages of turn %s failed", turn_id)
+        await _store_unread(turn_id, "the check failed on our side")
+
+
+async def _store_unread(turn_id: int, problem: str) -> None:
+    try:
+        turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
+        reads = {
+            key: PageRead(url=read.url, problem=problem)
+            for key, read in cited.pages.items()
+            if read.pending
+        }
+        if reads:
+            frame = await database_sync_to_async(_store_checked)(turn, cited, reads)
+            await publish_to_chat(turn.chat_id, frame)
+    except Exception:
+        logger.exception("Recording the unread pages of turn %s failed", turn_id)
+
+
+async def check_turn_sources(turn_id: int) -> None:
+    """Read the turn's pending pages, check its claims against them, store and announce it."""
+    turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
+    wanted = {key: read.url for key, read in cited.pages.items() if read.pending}
+    if not wanted:
+        return
+    pages = await _pages(sorted(set(wanted.values())))
+    reads = {key: _page_read(pages[url]) for key, url in wanted.items()}
+    frame = await database_sync_to_async(_store_checked)(turn, cited, reads)
+    await publish_to_chat(turn.chat_id, frame)
+
+
+def _turn_and_answer(turn_id: int) -> tuple[Turn, CitedAnswer]:
+    turn = Turn.objects.select_related("chat").get(pk=turn_id)
+    return turn, cited_answer_for_turn(turn)
+
+
+async def _pages(urls: list[str]) -> dict[str, SourcePage]:
+    """Each URL's page: from the cache when fresh, else fetched now (once per URL per loop)."""
+    max_age = timedelta(hours=settings.SOURCE_FETCH_MAX_AGE_HOURS)
+    pages = await database_sync_to_async(source_pages_fresh)(urls=urls, max_age=max_age)
+    missing = [url for url in urls if url not in pages]
+    if not missing:
+        return pages
+    checks = _checks()
+    waiting = {url: checks.fetching[url] for url in missing if url in checks.fetching}
+    mine = [url for url in missing if url not in waiting]
+    loop = asyncio.get_running_loop()
+    for url in mine:
+        checks.fetching[url] = loop.create_future()
+    try:
+        if mine:
+            async with PageFetcher(allowed_hosts=settings.SOURCE_FETCH_ALLOWED_HOSTS) as fetcher:
+                fetched = await asyncio.gather(*(fetcher.fetch(url) for url in mine))
+            saved = await database_sync_to_async(_save_pages)(fetched)
+            for url in mine:
+                checks.fetching[url].set_result(saved[url])
+                pages[url] = saved[url]
+    except BaseException as error:
+        for url in mine:
+            if not checks.fetching[url].done():
+                checks.fetching[url].set_exception(error)
+                checks.fetching[url].exception()  # retrieved: no warning when none waits
+        raise
+    finally:
+        for url in mine:
+            checks.fetching.pop(url, None)
+    for url, future in waiting.items():
+        pages[url] = await asyncio.shield(future)
+    return pages
+
+
+def _save_pages(fetched: list[FetchedPage]) -> dict[str, SourcePage]:
+    saved = {}
+    for page in fetched:
+        fields = {
+            "url": page.url,
+            "final_url": page.final_url,
+            "status_code": page.status_code,
+            "content_type": page.content_type,
+            "problem": page.problem,
+            "text": page.text,
+        }
+        try:
+            saved[page.url] = source_page_save(**fields)
+        except IntegrityError:  # another process stored it first: ours is as good
+            saved[page.url] = SourcePage(**fields)
+    return saved
+
+
+def _page_read(page: SourcePage) -> PageRead:
+    return PageRead(
+        url=page.url,
+        final_url=page.final_url,
+        fetched_on=page.fetched_at.date() if page.fetched_at else None,
+        problem=page.problem,
+        text=page.text,
+    )
+
+
+def _store_checked(turn: Turn, cited: CitedAnswer, reads: dict[str, PageRead]) -> TurnCardFrame:
+    """Store the checked claims and the new cited HTML; return the card for the pages."""
+    from chats.run.runner import turn_card_frame  # the runner starts checks: imported late
+
+    checked = with_pages(cited, reads)
+    turn.answer_html = render_html(checked, doc_id=f"t{turn.pk}")
+    with transaction.atomic():
+        citations_store_pages(turn_id=turn.pk, cited=checked)
+        Turn.objects.filter(pk=turn.pk).update(answer_html=turn.answer_html)
+    return turn_card_frame("turn.checked", turn)

@@ -1,0 +1,94 @@
+"""A stand-in web site for the page fetcher: real-looking news pages (navigation, scripts, a
+sidebar, a footer), a redirect like Gemini's grounding links, and the ways a page fails.
+
+Every request is recorded (`requests`: method, path, headers), so a test can tell that a page
+was never asked for. Served by `tests.servers.serve_asgi` on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+ARTICLE_SENTENCE = (
+    "Acme Corp said on Tuesday that quarterly revenue rose 12% to $4.1 billion, helped by"
+    " demand for its cloud services."
+)
+MARGIN_SENTENCE = "Gross margin widened to 31.5% from 29.8% a year earlier, the company said."
+
+ARTICLE_HTML = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Acme's revenue rises on cloud demand</title>
+<script>window.dataLayer = []; function promo() {{ return "Gross margin 38% off today"; }}</script>
+<style>.promo {{ color: red }}</style></head>
+<body>
+<header><nav><ul><li><a href="/">Home</a></li><li><a href="/markets">Markets</a></li>
+<li><a href="/tech">Technology</a></li><li><a href="/subscribe">Subscribe: 38% off</a></li></ul>
+</nav></header>
+<main><article>
+<h1>Acme's quarterly revenue rises on cloud demand</h1>
+<p class="byline">By Jane Doe, November 3, 2026</p>
+<p>{ARTICLE_SENTENCE}</p>
+<p>{MARGIN_SENTENCE} Operating expenses were flat.</p>
+<p>The company expects next-quarter revenue between $4.2 billion and $4.4 billion, above
+analysts' estimates.</p>
+<p>Shares rose in after-hours trading after the results were published on its website.</p>
+</article></main>
+<aside><h2>Most read</h2><ul><li><a href="/rival">Rival's gross margin hits 38%</a></li></ul>
+</aside>
+<footer><p>&copy; 2026 Example News. All rights reserved. 38 Main Street.</p>
+<a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer>
+<script>console.log("margin 38%");</script>
+</body></html>
+"""
+
+
+@dataclass
+class Page:
+    status: int = 200
+    body: bytes | str = b""
+    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/html"})
+    delay: float = 0.0  # seconds before the body, to try the time limit
+
+
+@dataclass(frozen=True)
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+
+
+class PageSite:
+    """An ASGI app serving `pages` by path; anything else is a 404 page."""
+
+    def __init__(self, pages: dict[str, Page] | None = None) -> None:
+        self.pages = dict(pages or {})
+        self.requests: list[Seen] = []
+
+    @property
+    def paths(self) -> list[str]:
+        return [r.path for r in self.requests]
+
+    def redirect(self, path: str, location: str, status: int = 302) -> None:
+        self.pages[path] = Page(status=status, headers={"location": location})
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        query = scope["query_string"].decode()
+        path = scope["path"] + (f"?{query}" if query else "")
+        self.requests.append(Seen(scope["method"], path, headers))
+        page = self.pages.get(path) or Page(404, "<html><body><p>Not found</p></body></html>")
+        body = page.body.encode() if isinstance(page.body, str) else page.body
+        raw = [(k.encode(), v.encode()) for k, v in page.headers.items()]
+        await send({"type": "http.response.start", "status": page.status, "headers": raw})
+        if page.delay:
+            await asyncio.sleep(page.delay)
+        await send({"type": "http.response.body", "body": body})
+
+
+def news_site() -> PageSite:
+    """The article, reached directly and through a grounding-style redirect."""
+    site = PageSite({"/2026/11/acme-results": Page(body=ARTICLE_HTML)})
+    site.redirect("/grounding-api-redirect/AbC123", "/2026/11/acme-results")
+    return site
