@@ -157,7 +157,8 @@
   }, true);
 
   function mount() {
-    document.body.append(card, panel);
+    // Inside the page's main landmark, so that assistive technology finds them with the answer.
+    (document.querySelector("main") || document.body).append(card, panel);
   }
   if (document.body) mount();
   else document.addEventListener("DOMContentLoaded", mount);
