@@ -68,9 +68,18 @@ def assert_accessible(page, what: str) -> None:
     )
 
 
-def keep_screenshot(page, name: str) -> None:
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        page.screenshot(path=str(DOCS / name))
+def keep_screenshot(page, name: str, around=None) -> None:
+    """Save the screen (or the part around these locators) as docs/NAME when asked to."""
+    if not os.environ.get("UPDATE_SCREENSHOTS"):
+        return
+    clip = None
+    if around:
+        boxes = [locator.bounding_box() for locator in around]
+        left, top = min(b["x"] for b in boxes) - 24, min(b["y"] for b in boxes) - 24
+        right = max(b["x"] + b["width"] for b in boxes) + 24
+        bottom = max(b["y"] + b["height"] for b in boxes) + 24
+        clip = {"x": max(left, 0), "y": max(top, 0), "width": right - left, "height": bottom - top}
+    page.screenshot(path=str(DOCS / name), clip=clip)
 
 
 @pytest.fixture
@@ -140,7 +149,6 @@ def test_on_a_dark_phone_the_list_a_new_chat_and_a_cited_passage_fit_the_screen(
     assert box["x"] == 0 and box["width"] == PHONE["width"]
     assert abs(box["y"] + box["height"] - PHONE["height"]) <= 1
     assert_no_sideways_scroll(page)
-    keep_screenshot(page, "screenshot-phone-dark.png")
     page.mouse.click(10, 120)  # a tap outside puts it away
     expect(card).not_to_be_visible()
 
@@ -246,10 +254,15 @@ def check_every_page(page, site: str, viewport: dict, scheme: str) -> None:
     page.wait_for_url(re.compile(r".*/chats/\d+/$"))
     ask(page, QUESTION)
     turn = wait_for_answer(page)
+    if (device, scheme) == ("desktop", "light"):
+        keep_screenshot(page, "screenshot-chat.png")
     marker = turn.locator("sup.footnote-ref > a[data-claim]").first
     marker.focus()
-    expect(page.locator(".evidence-popover")).to_be_visible()
+    card = page.locator(".evidence-popover")
+    expect(card).to_be_visible()
     keep_screenshot(page, f"screenshot-{device}-{scheme}.png")
+    if (device, scheme) == ("desktop", "light"):
+        keep_screenshot(page, "screenshot-evidence.png", around=[marker, card])
     check("chat, an evidence card open")
     page.keyboard.press("Escape")
     marker.click()
