@@ -17,8 +17,10 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from chats.models import Chat, Preference
+from demo_agent.scripted import Reply, ScriptedAgent
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
 from tests.conftest import REVIEWER_PASSWORD
+from tests.servers import serve_asgi
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
@@ -158,6 +160,94 @@ def test_on_a_dark_phone_the_list_a_new_chat_and_a_cited_passage_fit_the_screen(
     assert page.js_errors == []
 
 
+WIDE_TABLE = (
+    "| Quarter | Data center | Gaming | Professional visualisation | Automotive | OEM and other |\n"
+    "|---|---|---|---|---|---|\n"
+    "| Q1 FY26 | 39.1 billion US dollars | 3.8 billion US dollars | 509 million US dollars"
+    " | 567 million US dollars | 111 million US dollars |\n"
+)
+THREE_BARS = {
+    "type": "CHART",
+    "chart_id": "c1",
+    "title": "Revenue by segment",
+    "chart_type": "bar",
+    "data_points": 3,
+    "vega_lite_spec": {
+        "data": {"values": [{"s": "Data center", "v": 39.1}, {"s": "Gaming", "v": 3.8},
+                            {"s": "Auto", "v": 0.6}]},
+        "mark": "bar",
+        "encoding": {"x": {"field": "s", "type": "nominal"},
+                     "y": {"field": "v", "type": "quantitative"}},
+    },
+}  # fmt: skip
+
+
+@pytest.fixture
+def upstream(settings):
+    app = ScriptedAgent()
+    with serve_asgi(app) as url:
+        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
+        yield app
+
+
+def chart_and_card_backgrounds(page) -> list[str]:
+    """The chart's background as Vega drew it, and its turn card's."""
+    return page.evaluate(
+        """() => [document.querySelector('.turn figure.chart svg').style.backgroundColor,
+                  getComputedStyle(document.querySelector('.turn')).backgroundColor]"""
+    )
+
+
+def test_on_a_phone_tables_scroll_in_their_box_and_charts_fit_and_follow_the_theme(
+    phone_dark, site, analyst, upstream
+):
+    upstream.queue(
+        Reply.events(
+            {"type": "ANSWER", "content": f"Segments:\n\n{WIDE_TABLE}\nData center led."},
+            THREE_BARS,
+            {"type": "STRUCTURED_OUTPUT", "content": [
+                {"company": "NVIDIA Corporation", "segment": "Data center and networking",
+                 "revenue": "39.1 billion US dollars", "growth": "73 percent year on year"}]},
+            {"type": "COMPLETE", "checkpoint_id": "k", "consumption": []},
+        )
+    )  # fmt: skip
+    page = phone_dark
+    log_in(page, site)
+    page.goto(f"{site}/")
+    page.locator("main").get_by_role("button", name="New chat").tap()
+    page.wait_for_url(re.compile(r".*/chats/\d+/$"))
+    ask(page, "Segments?")
+    turn = wait_for_answer(page)
+    svg = turn.locator("figure.chart .chart-view svg")
+    expect(svg).to_be_visible()
+    assert_no_sideways_scroll(page)
+
+    # The tables are wider than the phone: each scrolls in its own box, reachable by keyboard.
+    for table in (turn.locator(".answer table"), turn.locator(".structured-output table")):
+        expect(table).to_have_attribute("tabindex", "0")
+        scroll, client = table.evaluate("(t) => [t.scrollWidth, t.clientWidth]")
+        assert scroll > client
+    # The three bars take the answer's width, in the page's dark colours.
+    chart_width = svg.bounding_box()["width"]
+    answer_width = turn.locator(".answer.cited").bounding_box()["width"]
+    assert chart_width >= 0.9 * answer_width
+    chart, card = chart_and_card_backgrounds(page)
+    assert chart == card == "rgb(27, 32, 41)"  # the dark theme's paper
+    assert_accessible(page, "chat with a table and a chart (phone, dark)")
+
+    # Choosing Light redraws the chart in the light theme's colours, without a reload.
+    with page.expect_response(re.compile(r"/preferences/theme/$")):
+        page.get_by_label("Theme").select_option("light")
+    page.wait_for_function(
+        "() => document.querySelector('.turn figure.chart svg')?.style.backgroundColor"
+        " === 'rgb(255, 255, 255)'"
+    )
+    assert chart_and_card_backgrounds(page)[1] == "rgb(255, 255, 255)"
+    assert background_luminance(page) > 0.8
+    assert_accessible(page, "chat with a table and a chart (phone, light)")
+    assert page.js_errors == []
+
+
 def test_the_first_answer_brings_share_and_the_exports_without_a_reload(
     page, browser, site, analyst
 ):
@@ -272,14 +362,19 @@ def check_every_page(page, site: str, viewport: dict, scheme: str) -> None:
 
     page.get_by_role("button", name="Options").click()
     expect(page.get_by_role("group", name="Question options")).to_be_visible()
-    charts = page.get_by_label("Charts")
+    charts = page.get_by_label("Charts", exact=True)
     model = page.get_by_label("Model")
-    # The checkbox sits on its label's line, as the other options' fields sit under theirs.
-    label = page.locator("label.check")
-    assert (
-        abs(charts.bounding_box()["y"] - label.bounding_box()["y"]) < label.bounding_box()["height"]
+    # The Charts checkbox sits in line with its word, before it, not above it.
+    box, word = charts.evaluate(
+        """(box) => {
+          const range = document.createRange();
+          range.selectNodeContents(box.parentElement.lastChild);
+          return [box.getBoundingClientRect(), range.getBoundingClientRect()]
+            .map((r) => ({ left: r.left, right: r.right, middle: (r.top + r.bottom) / 2 }));
+        }"""
     )
-    assert model.is_visible()
+    assert box["right"] <= word["left"] and abs(box["middle"] - word["middle"]) < 4
+    expect(model).to_be_visible()
     check("chat, options open")
 
     page.get_by_role("button", name="Share", exact=True).click()
