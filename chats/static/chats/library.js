@@ -35,11 +35,14 @@
     };
     toggle.addEventListener("click", () => setOpen(!isOpen()));
     backdrop.addEventListener("click", () => setOpen(false));
+    // Captured, so that it runs before the chat page's Escape (which stops a streaming answer);
+    // Escape in a search field with words clears it first (below).
     document.addEventListener("keydown", (event) => {
-      if (event.key !== "Escape" || !isOpen() || event.defaultPrevented) return;
+      if (event.key !== "Escape" || !isOpen() || (event.target === search && search.value)) return;
       event.preventDefault(); // closing the drawer is all this Escape does
+      event.stopPropagation();
       setOpen(false);
-    });
+    }, true);
     // Widening the window turns the drawer back into the sidebar.
     narrow.addEventListener("change", () => { if (!narrow.matches && isOpen()) setOpen(false, { restoreFocus: false }); });
   }
