@@ -127,6 +127,12 @@ def test_on_a_dark_phone_the_list_a_new_chat_and_a_cited_passage_fit_the_screen(
     composer = page.locator("#composer")
     assert composer.bounding_box()["height"] < PHONE["height"] / 6  # compact
     ask(page, QUESTION)
+    expect(page.locator('.turn[data-status="streaming"]')).to_have_count(1)
+    # Escape closes the list; it does not also stop the answer being written.
+    chats.tap()
+    expect(drawer).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(drawer).not_to_be_visible()
     # While it streams, the newest text stays above the composer.
     page.wait_for_function(
         "() => (document.querySelector('[data-answer]')?.textContent || '').length > 200"
@@ -137,7 +143,9 @@ def test_on_a_dark_phone_the_list_a_new_chat_and_a_cited_passage_fit_the_screen(
     if answer_bottom:  # 0: it finished meanwhile
         assert answer_bottom <= composer.bounding_box()["y"] + 1
     turn = wait_for_answer(page)
+    expect(turn).to_have_attribute("data-status", "complete")
     assert_no_sideways_scroll(page)
+    assert background_luminance(page) < 0.05
     expect(page.locator("main .chat-head h1")).to_have_text(QUESTION)
 
     # Tap a footnote: its passage shows in a sheet at the bottom of the screen.
