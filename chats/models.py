@@ -284,3 +284,20 @@ class WorkflowTemplate(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Preference(models.Model):
+    """One user's display preferences, kept on the server so that every device shows them."""
+
+    class Theme(models.TextChoices):
+        SYSTEM = "system", "System"  # follow the browser's prefers-color-scheme
+        LIGHT = "light", "Light"
+        DARK = "dark", "Dark"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference"
+    )
+    theme = models.CharField(max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+
+    def __str__(self) -> str:
+        return f"Preferences of user {self.user_id}"

@@ -2,6 +2,7 @@ from django.urls import path
 
 from chats.library import views as library
 from chats.pages import options as views_options
+from chats.pages import preferences as views_preferences
 from chats.pages import views
 from chats.pages import workflows as views_workflows
 
@@ -42,4 +43,5 @@ urlpatterns = [
     path("workflows/", views_workflows.workflow_list, name="workflow_list"),
     path("workflows/run/", views_workflows.workflow_run, name="workflow_run"),
     path("workflows/save/", views_workflows.workflow_save, name="workflow_save"),
+    path("preferences/theme/", views_preferences.theme_set_view, name="theme_set"),
 ]

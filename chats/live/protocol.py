@@ -259,8 +259,10 @@ class TurnCardFrame(TypedDict):
     parent_id: int | None
     status: str
     html: str  # the turn's card as the page renders it now
-    chat_title: NotRequired[str]  # turn.started: the chat's heading, once it has one
-    page_title: NotRequired[str]  # turn.started: the browser tab's title
+    # The chat's heading and the browser tab's title as they are now (titled after the first
+    # question, or renamed since): the page and its chat list entry show them without a reload.
+    chat_title: NotRequired[str]
+    page_title: NotRequired[str]
 
 
 class TurnEventsFrame(TypedDict):
@@ -322,7 +324,7 @@ def turn_card(
     chat_title: str = "",
 ) -> TurnCardFrame:
     frame = TurnCardFrame(type=kind, turn_id=turn_id, parent_id=parent_id, status=status, html=html)
-    if kind == "turn.started" and chat_title:
+    if chat_title:
         frame["chat_title"] = display.chat_heading(chat_title)
         frame["page_title"] = display.page_title(chat_title)
     return frame

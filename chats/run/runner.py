@@ -334,7 +334,7 @@ def turn_card_frames(
             parent_id=turn.parent_id,
             status=turn.status,
             html=html,
-            chat_title=turn.chat.title if kind == "turn.started" else "",
+            chat_title=turn.chat.title,
         )
         for kind in kinds
     ]
@@ -494,8 +494,11 @@ Stored = tuple[Turn | None, TurnCardFrame | None]
 def _store_finishes(finishes: list[Finish]) -> list[Stored]:
     """Store the ended turns in one transaction, then render their cards (database thread)."""
     turns = turn_finish_many([finish.end for finish in finishes])
-    try:  # the cards list each turn's tool calls: one query for the batch, not one per card
-        prefetch_related_objects([turn for turn in turns if turn is not None], "audit_traces")
+    try:  # the cards list each turn's tool calls, the frames its chat's title: one query each
+        # for the batch, not one per card
+        prefetch_related_objects(
+            [turn for turn in turns if turn is not None], "audit_traces", "chat"
+        )
     except Exception:  # stored all the same: each card queries its own
         logger.exception("Loading the tool calls of %d finished turns failed", len(turns))
     return [_stored(turn, finish) for turn, finish in zip(turns, finishes, strict=True)]

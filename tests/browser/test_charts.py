@@ -164,6 +164,13 @@ def test_a_chart_draws_as_it_arrives_and_structured_output_is_a_table(
 
     turn = wait_for_answer(page)
     expect(turn.locator(".answer.cited > figure.chart .chart-view svg")).to_be_visible()
+    # A three-point chart takes the answer's width (its spec sets none), not Vega's default.
+    chart_width, answer_width = page.evaluate(
+        """() => [document.querySelector('.answer.cited figure.chart .chart-view svg'),
+                  document.querySelector('.answer.cited')]
+                 .map((element) => element.getBoundingClientRect().width)"""
+    )
+    assert chart_width >= 0.9 * answer_width > 500
     output = turn.locator(".structured-output")
     expect(output.get_by_role("columnheader", name="segments")).to_be_visible()
     expect(output.get_by_role("cell", name='["dc","gaming"]')).to_be_visible()

@@ -89,7 +89,12 @@ def test_rename_pin_archive_and_delete_survive_reload(page, site, analyst):
     title = page.get_by_label("Chat title")
     expect(title).to_be_focused()
     title.fill("Nickel supply 2026")
-    submit(page, page.get_by_role("button", name="Save"))
+    page.get_by_role("button", name="Save").click()
+    # Renamed in place: the heading, the tab and the chat list, without a reload.
+    expect(page.locator(".chat-head h1")).to_have_text("Nickel supply 2026")
+    expect(page).to_have_title("Nickel supply 2026 · ResearchSite")
+    expect(chat_links(page).filter(has_text="Nickel supply 2026")).to_have_count(1)
+    expect(title).to_be_hidden()  # the form folded away
     page.reload()
     expect(page.locator(".chat-head h1")).to_have_text("Nickel supply 2026")
     expect(chat_links(page).filter(has_text="Nickel supply 2026")).to_have_count(1)

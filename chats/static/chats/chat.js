@@ -83,12 +83,15 @@
     send({ type: "sync", cursors, newest_turn_id: newestTurnId });
   }
 
-  // The server titles a chat after its first question; show it without a reload.
+  // The server titles a chat after its first question, and a rename may come from another
+  // tab: show the title the frame carries in the heading, the tab and the chat list.
   function showTitle(frame) {
     if (!frame.chat_title) return;
     root.querySelector(".chat-head h1").textContent = frame.chat_title;
     const link = document.querySelector(".chat-links a[aria-current]");
     if (link) link.textContent = frame.chat_title;
+    const field = document.getElementById("chat-title"); // the Rename form
+    if (field && document.activeElement !== field) field.value = frame.chat_title;
     document.title = frame.page_title;
   }
 
@@ -122,7 +125,7 @@
     thread.querySelector(".empty-hint")?.remove();
     thread.insertAdjacentHTML("beforeend", frame.html);
     showTitle(frame);
-    cardFor(frame.turn_id).scrollIntoView({ block: "nearest" });
+    scrollToBottom(); // the new card is the last thing on the page, above the composer
     updateComposer();
   }
 
@@ -139,12 +142,30 @@
     scheduleRender(card, stream);
   }
 
+  // While the reader is at the end of the page, keep the newest text in view as it streams in
+  // (the composer is sticky at the bottom and would otherwise cover it); once they scroll up
+  // to read, leave them there.
+  function isAtBottom() {
+    const page = document.scrollingElement;
+    return page.scrollHeight - page.scrollTop - page.clientHeight < 48;
+  }
+
+  function scrollToBottom() {
+    const page = document.scrollingElement;
+    page.scrollTop = page.scrollHeight;
+  }
+
   function onTurnFinished(frame) {
     const card = cardFor(frame.turn_id);
     streams.delete(String(frame.turn_id));
     if (card) {
+      const following = isAtBottom();
       card.outerHTML = frame.html; // the server's cited answer replaces the preview
+      if (following) scrollToBottom();
     }
+    showTitle(frame);
+    // The chat has an answer now: Share and the exports apply (rendered hidden until then).
+    for (const group of document.querySelectorAll("[data-needs-answer][hidden]")) group.hidden = false;
     updateComposer();
   }
 
@@ -202,7 +223,9 @@
     requestAnimationFrame(() => {
       stream.scheduled = false;
       stream.dirty = false;
+      const following = isAtBottom();
       renderPreview(card, stream);
+      if (following) scrollToBottom();
     });
   }
 

@@ -1,12 +1,51 @@
-// The chat library's page behaviour: Ctrl/Cmd+K to search, results while typing, arrow keys
-// through the chat list, copying a share link, printing. Everything works without it too:
-// the search field is a plain GET form and every action a plain POST form.
+// The chat library's page behaviour: the chat list as a drawer on narrow screens, Ctrl/Cmd+K
+// to search, results while typing, arrow keys through the chat list, renaming in place,
+// copying a share link, printing. The actions work without it too: the search field is a
+// plain GET form and every action a plain POST form.
 (() => {
   "use strict";
 
   const search = document.getElementById("chat-search");
   const results = document.getElementById("chat-search-results");
   const groups = document.getElementById("chat-groups");
+
+  // --- The chat list as a drawer (narrow screens; site.css) --------------------------------
+  // The "Chats" button opens it; Escape, a tap outside it or the button again close it. While
+  // it is open the rest of the page is inert, so focus and screen readers stay in the list;
+  // closing gives focus back to the button.
+  const nav = document.getElementById("chat-nav");
+  const toggle = document.querySelector("[data-drawer-toggle]");
+  const narrow = window.matchMedia("(max-width: 720px)");
+  if (nav && toggle) {
+    const backdrop = document.createElement("div");
+    backdrop.className = "drawer-backdrop";
+    backdrop.hidden = true;
+    nav.after(backdrop);
+    const outside = () => [document.querySelector(".site-header"), ...nav.parentElement.querySelectorAll(":scope > main")];
+
+    const isOpen = () => nav.classList.contains("open");
+    const setOpen = (open, { restoreFocus = true } = {}) => {
+      nav.classList.toggle("open", open);
+      backdrop.hidden = !open;
+      toggle.setAttribute("aria-expanded", String(open));
+      // The first control, not the search field: focusing a field would open a phone's keyboard.
+      if (open) nav.querySelector("a[href], button, select, input:not([type=hidden])")?.focus();
+      for (const el of outside()) if (el) el.inert = open;
+      if (!open && restoreFocus) toggle.focus();
+    };
+    toggle.addEventListener("click", () => setOpen(!isOpen()));
+    backdrop.addEventListener("click", () => setOpen(false));
+    // Captured, so that it runs before the chat page's Escape (which stops a streaming answer);
+    // Escape in a search field with words clears it first (below).
+    document.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape" || !isOpen() || (event.target === search && search.value)) return;
+      event.preventDefault(); // closing the drawer is all this Escape does
+      event.stopPropagation();
+      setOpen(false);
+    }, true);
+    // Widening the window turns the drawer back into the sidebar.
+    narrow.addEventListener("change", () => { if (!narrow.matches && isOpen()) setOpen(false, { restoreFocus: false }); });
+  }
 
   // --- Ctrl/Cmd+K focuses the search field -----------------------------------------------
   document.addEventListener("keydown", (event) => {
@@ -76,6 +115,27 @@
     details.addEventListener("toggle", () => {
       const field = details.querySelector("input:not([type=hidden]), button[type=submit]");
       if (details.open && field) field.focus();
+    });
+  }
+
+  // --- Rename in place: the heading, the tab and the chat list show the new title ---------
+  const rename = document.getElementById("chat-title")?.form;
+  if (rename) {
+    rename.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const response = await fetch(rename.action, {
+        method: "POST",
+        body: new FormData(rename), // carries the form's CSRF token
+        headers: { Accept: "application/json" },
+        credentials: "same-origin",
+      });
+      if (!response.ok) { rename.submit(); return; } // let the server's page say what is wrong
+      const { title } = await response.json();
+      document.querySelector("main .chat-head h1").textContent = title;
+      const link = document.querySelector(".chat-links a[aria-current]");
+      if (link) link.textContent = title;
+      document.title = `${title} · ${document.title.split(" · ").pop()}`;
+      rename.closest("details").open = false;
     });
   }
 

@@ -20,6 +20,9 @@
   let lastPointer = "mouse";
   let hideTimer = null;
   let shownFor = null;
+  let tappedShown = false; // the tapped marker's card was already showing before the tap
+  // On narrow screens the card is a bottom sheet (evidence.css), not placed by its marker.
+  const sheet = window.matchMedia("(max-width: 720px)");
 
   function markerOf(target) {
     return target instanceof Element ? target.closest("sup.footnote-ref > a[data-claim]") : null;
@@ -49,6 +52,10 @@
     card.hidden = false;
     shownFor = marker;
     marker.setAttribute("aria-describedby", card.id);
+    if (sheet.matches) {
+      card.style.left = card.style.top = card.style.width = "";
+      return;
+    }
     const box = marker.getBoundingClientRect();
     const width = Math.min(448, document.documentElement.clientWidth - 16);
     const left = Math.max(8, Math.min(box.left, document.documentElement.clientWidth - width - 8));
@@ -103,6 +110,15 @@
 
   document.addEventListener("pointerdown", (event) => {
     lastPointer = event.pointerType || "mouse";
+    const marker = markerOf(event.target);
+    // A touch's emulated mouseover shows the card before its click: remember whether it was
+    // showing already, so that the first tap shows the card and a second opens the panel.
+    tappedShown = Boolean(marker) && shownFor === marker && !card.hidden;
+    // A tap outside the card (and outside any marker) puts it away: on a phone it covers the
+    // bottom of the screen.
+    if (!marker && !card.hidden && !(event.target instanceof Element && event.target.closest(".evidence-popover"))) {
+      hideCard();
+    }
   });
   document.addEventListener("mouseover", (event) => {
     const marker = markerOf(event.target);
@@ -127,7 +143,7 @@
     const marker = markerOf(event.target);
     if (!marker) return;
     event.preventDefault();
-    if (lastPointer === "touch" && shownFor !== marker) showCard(marker);
+    if (lastPointer === "touch" && !tappedShown) showCard(marker);
     else openPanel(marker);
   });
   document.addEventListener("keydown", (event) => {
@@ -141,7 +157,8 @@
   }, true);
 
   function mount() {
-    document.body.append(card, panel);
+    // Inside the page's main landmark, so that assistive technology finds them with the answer.
+    (document.querySelector("main") || document.body).append(card, panel);
   }
   if (document.body) mount();
   else document.addEventListener("DOMContentLoaded", mount);

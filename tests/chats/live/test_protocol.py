@@ -142,15 +142,20 @@ def test_internal_messages_match_their_schemas():
         assert schema_problems(message, schema) == []
 
 
-def test_a_started_card_carries_the_chat_title_as_the_page_shows_it():
+def test_card_frames_carry_the_chat_title_as_the_page_shows_it():
     frame = protocol.turn_card(
         "turn.started", turn_id=1, parent_id=None, status="streaming", html="", chat_title="Q"
     )
     assert (frame["chat_title"], frame["page_title"]) == ("Q", "Q · ResearchSite")
+    # The finished card too: the chat may have been renamed while the answer was written.
     finished = protocol.turn_card(
-        "turn.finished", turn_id=1, parent_id=None, status="complete", html="", chat_title="Q"
+        "turn.finished", turn_id=1, parent_id=None, status="complete", html="", chat_title="R"
     )
-    assert "chat_title" not in finished
+    assert (finished["chat_title"], finished["page_title"]) == ("R", "R · ResearchSite")
+    untitled = protocol.turn_card(
+        "turn.finished", turn_id=1, parent_id=None, status="complete", html=""
+    )
+    assert "chat_title" not in untitled
 
 
 def test_event_views_carry_display_strings_not_rules():
