@@ -318,3 +318,21 @@ WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
 WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
+
+# --- Watches: re-running a question on a schedule ---------------------------------------------
+# django-tasks with its database backend keeps the queue in this database (chats/watch/tasks.py).
+INSTALLED_APPS += ["django_tasks", "django_tasks_db"]
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# Run the task worker in a thread of each server process (`make run` runs everything); false
+# leaves the watches to `manage.py db_worker` processes started beside the servers.
+WATCH_WORKER = env.bool("WATCH_WORKER", default=True)
+WATCH_MAX_PER_USER = env.int("WATCH_MAX_PER_USER", default=20)
+WATCH_MAX_FAILURES = env.int("WATCH_MAX_FAILURES", default=3)  # in a row, then it stops
+WATCH_RETRY_MINUTES = env.int("WATCH_RETRY_MINUTES", default=15)  # after a limit refused a run
+# E-mail the analyst about changes (to the account's address) through Django's e-mail backend,
+# configured by EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587).
+WATCH_EMAIL = env.bool("WATCH_EMAIL", default=False)
+if env.str("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="researchsite@localhost")
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")  # links in e-mails

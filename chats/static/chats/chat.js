@@ -270,6 +270,12 @@
       case "continue":
         setMode({ parentTurnId: turnId }, button.dataset.modeText);
         return;
+      case "rerun": // the same question and options, as a new version (chats/run/rerun.py)
+        if (send({ type: "rerun", turn_id: turnId })) {
+          button.disabled = true;
+          button.textContent = button.dataset.busyLabel;
+        }
+        return;
       case "retry":
         ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId });
         return;

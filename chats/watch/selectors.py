@@ -1,0 +1,45 @@
+"""Reads of watches: the analyst's watches with their latest runs, and the unseen changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.shortcuts import get_object_or_404
+
+from chats.watch.models import Watch, WatchRun
+
+
+def changes_unseen_count(*, user) -> int:
+    """The changes the header's "Changes" link counts: runs that changed figures or sources
+    and that the analyst has not seen on the Changes page."""
+    return WatchRun.objects.filter(
+        watch__owner=user, state=WatchRun.State.CHANGED, seen_at__isnull=True
+    ).count()
+
+
+@dataclass(frozen=True)
+class WatchedQuestion:
+    watch: Watch
+    latest_change: WatchRun | None  # the newest run that changed figures or sources
+    latest_run: WatchRun | None
+
+
+def watched_questions(*, user) -> list[WatchedQuestion]:
+    watches = list(
+        Watch.objects.filter(owner=user).select_related("turn", "chat").order_by("-created_at")
+    )
+    runs: dict[int, list[WatchRun]] = {}
+    for run in WatchRun.objects.filter(watch__in=watches).order_by("-started_at", "-id"):
+        runs.setdefault(run.watch_id, []).append(run)
+    return [
+        WatchedQuestion(
+            watch,
+            next((r for r in runs.get(watch.pk, []) if r.state == WatchRun.State.CHANGED), None),
+            (runs.get(watch.pk) or [None])[0],
+        )
+        for watch in watches
+    ]
+
+
+def watch_get_for_user(*, user, watch_id: int) -> Watch:
+    return get_object_or_404(Watch.objects.filter(owner=user), pk=watch_id)
