@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any, Literal
 
 from citations.claims import Figure, extract_figures
@@ -35,10 +36,10 @@ _SENTENCE = re.compile(r"[^\n]*?(?:[.!?](?=\s)|\n|$)\s*")
 _TOKEN = re.compile(r"\s*\S+\s*|\s+")
 # Claims that moved together are paired by similarity only while the block is small: a block
 # of thousands of unmatched claims is read as claims removed and added, not compared pairwise.
-_MAX_PAIRWISE = 400
+_MAX_PAIRWISE = 100
 _SIMILAR = 0.6
 # Word diffs of a block whose two sides multiply past this are shown as the block replaced.
-_MAX_WORD_DIFF = 4_000_000
+_MAX_WORD_DIFF = 250_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,33 +174,55 @@ def diff_words(before: str, after: str) -> tuple[TextPiece, ...]:
     for op, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op == "equal":
             _add(pieces, "same", "".join(old[i1:i2]))
-            continue
-        old_text, new_text = "".join(old[i1:i2]), "".join(new[j1:j2])
-        old_words, new_words = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
-        if op != "replace" or len(old_words) * len(new_words) > _MAX_WORD_DIFF:
-            _add(pieces, "removed", old_text)
-            _add(pieces, "added", new_text)
-            continue
-        matcher = SequenceMatcher(None, old_words, new_words, autojunk=False)
-        for word_op, a1, a2, b1, b2 in matcher.get_opcodes():
-            if word_op == "equal":
-                _add(pieces, "same", "".join(new_words[b1:b2]))
-            else:
-                _add(pieces, "removed", "".join(old_words[a1:a2]))
-                _add(pieces, "added", "".join(new_words[b1:b2]))
+        elif op == "replace" and i2 - i1 == j2 - j1:
+            # Sentence by sentence: each changed sentence against its counterpart.
+            for old_sentence, new_sentence in zip(old[i1:i2], new[j1:j2], strict=True):
+                _diff_block(pieces, old_sentence, new_sentence)
+        else:
+            _diff_block(pieces, "".join(old[i1:i2]), "".join(new[j1:j2]))
     return tuple(pieces)
+
+
+def _diff_block(pieces: list[TextPiece], old_text: str, new_text: str) -> None:
+    old_words, new_words = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
+    if not old_words or not new_words or len(old_words) * len(new_words) > _MAX_WORD_DIFF:
+        _add(pieces, "removed", old_text)
+        _add(pieces, "added", new_text)
+        return
+    matcher = SequenceMatcher(None, old_words, new_words, autojunk=False)
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op == "equal":
+            _add(pieces, "same", "".join(new_words[b1:b2]))
+        else:
+            _add(pieces, "removed", "".join(old_words[a1:a2]))
+            _add(pieces, "added", "".join(new_words[b1:b2]))
 
 
 # --- claims and their figures ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class _Unit:
-    """A claim (or a sentence), its figures, and its words with the figures taken out."""
+    """A claim (or a sentence); its figures and its words with the figures taken out ("#")
+    are read only when it differs from every claim of the other version (most do not)."""
 
-    text: str
-    figures: tuple[Figure, ...]
-    key: str
+    __slots__ = ("_figures", "_key", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._figures: tuple[Figure, ...] | None = None
+        self._key: str | None = None
+
+    @property
+    def figures(self) -> tuple[Figure, ...]:
+        if self._figures is None:
+            self._figures = _figures_of(self.text)
+        return self._figures
+
+    @property
+    def key(self) -> str:
+        if self._key is None:
+            self._key = _skeleton(self.text, self.figures)
+        return self._key
 
 
 def _units(cited: CitedAnswer) -> list[_Unit]:
@@ -208,12 +231,12 @@ def _units(cited: CitedAnswer) -> list[_Unit]:
         spans = [(claim.start, claim.end) for claim in cited.claims]
     else:
         spans = [m.span() for m in _SENTENCE.finditer(answer) if m.group().strip()]
-    units = []
-    for start, end in spans:
-        text = answer[start:end]
-        figures = tuple(extract_figures(text))
-        units.append(_Unit(" ".join(text.split()), figures, _skeleton(text, figures)))
-    return units
+    return [_Unit(" ".join(answer[start:end].split())) for start, end in spans]
+
+
+@lru_cache(maxsize=4096)
+def _figures_of(text: str) -> tuple[Figure, ...]:
+    return tuple(extract_figures(text))
 
 
 def _skeleton(text: str, figures: Sequence[Figure]) -> str:
@@ -228,7 +251,39 @@ def _skeleton(text: str, figures: Sequence[Figure]) -> str:
 
 
 def _align(old: list[_Unit], new: list[_Unit]) -> list[tuple[_Unit | None, _Unit | None]]:
-    """Pair the claims of two versions by their words, in order; None where one has no partner."""
+    """Pair the claims of two versions in order: the same text first (nothing to compare), then,
+    among the claims between, the same words around their figures, then similar words; None
+    where a claim has no partner."""
+    pairs: list[tuple[_Unit | None, _Unit | None]] = []
+    same_text = SequenceMatcher(None, [u.text for u in old], [u.text for u in new], autojunk=False)
+    for op, i1, i2, j1, j2 in same_text.get_opcodes():
+        if op != "equal":
+            pairs.extend(_align_by_words(old[i1:i2], new[j1:j2]))
+    return _pair_moved(pairs)
+
+
+def _pair_moved(
+    pairs: list[tuple[_Unit | None, _Unit | None]],
+) -> list[tuple[_Unit | None, _Unit | None]]:
+    """Pair the claims left alone that have the same words elsewhere: a claim that moved."""
+    unpaired_new: dict[str, list[_Unit]] = {}
+    for old, new in pairs:
+        if old is None and new is not None:
+            unpaired_new.setdefault(new.key, []).append(new)
+    moved: set[int] = set()
+    result: list[tuple[_Unit | None, _Unit | None]] = []
+    for old, new in pairs:
+        if new is None and old is not None and unpaired_new.get(old.key):
+            partner = unpaired_new[old.key].pop(0)
+            moved.add(id(partner))
+            result.append((old, partner))
+        else:
+            result.append((old, new))
+    # The moved claims' places as claims added go: they are paired now.
+    return [(old, new) for old, new in result if not (old is None and id(new) in moved)]
+
+
+def _align_by_words(old: list[_Unit], new: list[_Unit]) -> list[tuple[_Unit | None, _Unit | None]]:
     pairs: list[tuple[_Unit | None, _Unit | None]] = []
     matcher = SequenceMatcher(None, [u.key for u in old], [u.key for u in new], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -246,13 +301,17 @@ def _pair_similar(old: list[_Unit], new: list[_Unit]) -> list[tuple[_Unit | None
     """Pair each claim with the most similar unpaired one of the other version, if similar."""
     pairs: list[tuple[_Unit | None, _Unit | None]] = []
     taken: set[int] = set()
+    candidates = [candidate.key.split() for candidate in new]
     for unit in old:
-        words = unit.key.split()
+        matcher = SequenceMatcher(None, b=unit.key.split(), autojunk=False)  # indexed once
         best, best_ratio = None, _SIMILAR
-        for index, candidate in enumerate(new):
+        for index, words in enumerate(candidates):
             if index in taken:
                 continue
-            ratio = SequenceMatcher(None, words, candidate.key.split()).ratio()
+            matcher.set_seq1(words)  # the cheap upper bounds first: most candidates stop there
+            if matcher.real_quick_ratio() < best_ratio or matcher.quick_ratio() < best_ratio:
+                continue
+            ratio = matcher.ratio()
             if ratio >= best_ratio:
                 best, best_ratio = index, ratio
         if best is None:
