@@ -2,13 +2,18 @@
 which words changed.
 
 Pure (no database, no rendering, no provider), like `resolve.py`: the compare page, the watch
-that re-runs a question and the benchmark all compare the same `CitedAnswer`s the same way.
+that re-runs a question and the benchmark all compare `AnswerVersion`s the same way. A version
+is an answer's text, its claims' spans and its sources, from a `CitedAnswer` or read straight
+from the stored references (`selectors.answer_versions_to_compare`), which spares the page the
+resolver's Markdown parse of both answers.
 
 - **Figures** are aligned claim by claim. A claim is what one footnote marker closes
-  (`evidence.Claim`); an answer without footnotes (an agent that cites nothing) is read
-  sentence by sentence instead. Two claims are the same claim when their words, with their
-  figures taken out, are the same ("Revenue rose # to #."), or, among the claims that moved
-  together, nearly the same. Within a pair, figures of one kind are paired in the order they
+  (`evidence.Claim`), or, read from storage, the text from the earliest start of the cited
+  spans that end at one place to that place; an answer without footnotes (an agent that
+  cites nothing) is read sentence by sentence instead. Two claims are the same claim when
+  their text is, or their words with their figures taken out are ("Revenue rose # to #."),
+  wherever they stand, or, among the claims that moved together, nearly the same. Within a
+  pair, figures of one kind are paired in the order they
   are written: "12%" beside "14%" is a change; a figure left over is added or gone, and so is
   every figure of a claim that has no partner.
 - **Sources** are told apart by the key that deduplicates footnotes (`SourceDocument.key`).
@@ -26,6 +31,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from citations.claims import Figure, extract_figures
+from citations.references import SourceDocument
 from citations.resolve import CitedAnswer
 
 PieceKind = Literal["same", "added", "removed"]
@@ -142,8 +148,43 @@ class AnswerComparison:
         }
 
 
-def compare_answers(before: CitedAnswer, after: CitedAnswer) -> AnswerComparison:
+@dataclass(frozen=True, slots=True)
+class AnswerVersion:
+    """What comparing reads of one version of an answer."""
+
+    answer: str
+    claims: tuple[tuple[int, int], ...]  # (start, end) in the answer, in reading order
+    sources: tuple[SourceDocument, ...]  # one per key, in the order they are first cited
+
+    @classmethod
+    def of(cls, cited: CitedAnswer) -> AnswerVersion:
+        return cls(
+            cited.answer,
+            tuple((claim.start, claim.end) for claim in cited.claims),
+            tuple(source.document for source in cited.sources),
+        )
+
+    @classmethod
+    def from_spans(
+        cls, answer: str, spans: Sequence[tuple[int, int, SourceDocument]]
+    ) -> AnswerVersion:
+        """Build a version from the spans its sources support (start, end, source), valid and
+        in any order."""
+        starts: dict[int, int] = {}
+        sources: dict[str, SourceDocument] = {}
+        for start, end, source in sorted(spans, key=lambda span: (span[1], span[0])):
+            starts[end] = min(start, starts.get(end, start))
+            sources.setdefault(source.key, source)
+        claims = tuple((start, end) for end, start in starts.items())
+        return cls(answer, claims, tuple(sources.values()))
+
+
+def compare_answers(
+    before: CitedAnswer | AnswerVersion, after: CitedAnswer | AnswerVersion
+) -> AnswerComparison:
     """Compare an older version of an answer (`before`) with a newer one (`after`)."""
+    before = before if isinstance(before, AnswerVersion) else AnswerVersion.of(before)
+    after = after if isinstance(after, AnswerVersion) else AnswerVersion.of(after)
     changed: list[FigureChange] = []
     added: list[FigureChange] = []
     gone: list[FigureChange] = []
@@ -225,10 +266,10 @@ class _Unit:
         return self._key
 
 
-def _units(cited: CitedAnswer) -> list[_Unit]:
-    answer = cited.answer
-    if cited.claims:
-        spans = [(claim.start, claim.end) for claim in cited.claims]
+def _units(version: AnswerVersion) -> list[_Unit]:
+    answer = version.answer
+    if version.claims:
+        spans = list(version.claims)
     else:
         spans = [m.span() for m in _SENTENCE.finditer(answer) if m.group().strip()]
     return [_Unit(" ".join(answer[start:end].split())) for start, end in spans]
@@ -358,7 +399,7 @@ def _add(pieces: list[TextPiece], kind: PieceKind, text: str) -> None:
         pieces.append(TextPiece(kind, text))
 
 
-def _source(source: Any) -> SourceChange:
+def _source(source: SourceDocument) -> SourceChange:
     return SourceChange(source.key, source.label, source.url, source.headline)
 
 

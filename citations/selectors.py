@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from citations.claims import ClaimCheck
+from citations.compare import AnswerVersion
 from citations.evidence import with_stored_checks
 from citations.models import AuditTrace, Reference, Source
 from citations.references import Citation, Passage, SourceDocument, ToolCall
@@ -64,46 +65,32 @@ def cited_answers_for_turns(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAns
     return answers
 
 
-def cited_answers_to_compare(turns: Sequence[AnsweredTurn]) -> dict[Any, CitedAnswer]:
-    """Return each turn's cited answer by pk as comparing versions reads it: its footnotes,
-    sources and claims, without the passages, figure checks and tool calls that only the
-    evidence cards show. One query; rows read as tuples, for answers of thousands of
-    references (docs/PERFORMANCE.md, "Comparing versions")."""
-    citations: dict[Any, list[Citation]] = defaultdict(list)
+def answer_versions_to_compare(turns: Sequence[AnsweredTurn]) -> dict[Any, AnswerVersion]:
+    """Return what comparing versions reads of each turn, by pk: its text, claims and sources
+    from its valid references, in one query of tuples; no passages, checks or tool calls, and
+    no resolving (docs/PERFORMANCE.md, "Comparing versions")."""
+    spans: dict[Any, list[tuple[int, int, SourceDocument]]] = defaultdict(list)
     documents: dict[int, SourceDocument] = {}
     rows = (
-        Reference.objects.filter(turn_id__in=[t.pk for t in turns])
-        .order_by("turn_id", "position")
+        Reference.objects.filter(turn_id__in=[t.pk for t in turns], is_valid=True)
+        .exclude(start=None)
+        .exclude(end=None)
+        .exclude(source=None)  # a tool-level attribution: a badge, not a footnote
         .values_list(
-            "turn_id", "start", "end", "tool_name", "audit_id", "is_valid", "problem",
-            "source_id", "source__key", "source__type", "source__name", "source__headline",
-            "source__url", "source__published_on",
+            "turn_id", "start", "end", "source_id", "source__key", "source__type",
+            "source__name", "source__headline", "source__url", "source__published_on",
         )
     )  # fmt: skip
-    for turn_id, start, end, tool, audit, valid, problem, source_id, *source in rows:
-        document = None
-        if source_id is not None:
-            document = documents.get(source_id)
-            if document is None:
-                key, kind, name, headline, url, published_on = source
-                document = documents[source_id] = SourceDocument(
-                    key=key, type=kind, name=name, headline=headline, url=url,
-                    published_on=published_on,
-                )  # fmt: skip
-        citations[turn_id].append(
-            Citation(
-                start=start,
-                end=end,
-                source=document,
-                tool_name=tool,
-                audit_ids=(audit,) if audit else (),
-                problem="" if valid else (problem or "invalid"),
-            )
-        )
-    return {
-        turn.pk: resolve_citations(answer=turn.answer_text, citations=citations[turn.pk])
-        for turn in turns
-    }
+    for turn_id, start, end, source_id, *source in rows:
+        document = documents.get(source_id)
+        if document is None:
+            key, kind, name, headline, url, published_on = source
+            document = documents[source_id] = SourceDocument(
+                key=key, type=kind, name=name, headline=headline, url=url,
+                published_on=published_on,
+            )  # fmt: skip
+        spans[turn_id].append((start, end, document))
+    return {turn.pk: AnswerVersion.from_spans(turn.answer_text, spans[turn.pk]) for turn in turns}
 
 
 def source_document(source: Source) -> SourceDocument:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from chats.models import Turn
 from citations.compare import AnswerComparison, compare_answers
-from citations.selectors import cited_answers_to_compare
+from citations.selectors import answer_versions_to_compare
 
 
 @dataclass(frozen=True)
@@ -55,5 +55,5 @@ def version_pair(
 
 def compare_turns(*, before: Turn, after: Turn) -> AnswerComparison:
     """Compare two stored versions' cited answers (one query for both)."""
-    cited = cited_answers_to_compare([before, after])
+    cited = answer_versions_to_compare([before, after])
     return compare_answers(cited[before.pk], cited[after.pk])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citations.compare import TextPiece, compare_answers, diff_words
+from citations.compare import AnswerVersion, TextPiece, compare_answers, diff_words
 from citations.references import Citation, SourceDocument
 from citations.resolve import CitedAnswer, resolve_citations
 
@@ -123,3 +123,15 @@ def test_the_word_diff_keeps_both_texts_whole():
     pieces = diff_words(before, after)
     assert "".join(p.text for p in pieces if p.kind != "removed") == after
     assert "".join(p.text for p in pieces if p.kind != "added") == before
+
+
+def test_a_version_read_from_stored_spans_has_the_resolvers_claims_and_sources():
+    reuters = SourceDocument(key="id:Reuters", type="BIGDATA", name="Reuters")
+    bloomberg = SourceDocument(key="id:Bloomberg", type="BIGDATA", name="Bloomberg")
+    answer = FIRST.answer
+    end_one = len("Revenue rose 12% to $4.1 billion.")
+    # Two sources for the first claim (one span starting later), stored in any order.
+    spans = [(end_one + 1, len(answer), bloomberg), (13, end_one, reuters), (0, end_one, reuters)]
+    version = AnswerVersion.from_spans(answer, spans)
+    assert version == AnswerVersion.of(FIRST)
+    assert compare_answers(version, SECOND).summary == compare_answers(FIRST, SECOND).summary
