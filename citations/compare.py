@@ -13,9 +13,9 @@ resolver's Markdown parse of both answers.
   cites nothing) is read sentence by sentence instead. Two claims are the same claim when
   their text is, or their words with their figures taken out are ("Revenue rose # to #."),
   wherever they stand, or, among the claims that moved together, nearly the same. Within a
-  pair, figures of one kind are paired in the order they
-  are written: "12%" beside "14%" is a change; a figure left over is added or gone, and so is
-  every figure of a claim that has no partner.
+  pair, figures of one kind are paired in the order they are written: "12%" beside "14%" is a
+  change; a figure left over is added or gone, and so is every figure of a claim that has no
+  partner.
 - **Sources** are told apart by the key that deduplicates footnotes (`SourceDocument.key`).
 - **Words**: `difflib` over sentences first, then over the words of the sentences that differ,
   so that two long answers that share most of their text cost little.
