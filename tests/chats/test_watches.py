@@ -222,3 +222,32 @@ def test_watch_form_sets_a_watch_and_refuses_bad_input(user, chat, browser):
     )
     again = browser.post(url, {"every": "day", "time_of_day": "09:00"})
     assert "watching this answer already" in again.content.decode()
+
+
+def test_the_server_runs_a_due_watch_on_its_own_worker(watched, upstream, settings):
+    """`make run`'s one process: the task worker in the server's thread takes the due task and
+    the run goes on the server's event loop."""
+    from channels.layers import channel_layers
+
+    from researchsite.asgi import application
+    from tests.servers import serve_asgi
+
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    due = timezone.now() - timedelta(minutes=1)
+    Watch.objects.filter(pk=watched.pk).update(next_run_at=due)
+    DBTaskResult.objects.update(run_after=due)
+    upstream.queue(Reply.events(*cited_answer_stream(SECOND)))
+    channel_layers.backends.clear()
+    with serve_asgi(application, lifespan="on"):
+        wait_until(lambda: WatchRun.objects.exclude(state="running").exists())
+    assert WatchRun.objects.get().state == "changed"
+    assert Turn.objects.filter(chat=watched.chat).count() == 2
+
+
+def wait_until(condition, timeout: float = 30) -> None:
+    import time as clock
+
+    deadline = clock.monotonic() + timeout
+    while not condition():
+        assert clock.monotonic() < deadline, "timed out"
+        clock.sleep(0.05)
