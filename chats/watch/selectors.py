@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Q
 from django.shortcuts import get_object_or_404
 
 from chats.watch.models import Watch, WatchRun
 
 
 def changes_unseen_count(*, user) -> int:
-    """The changes the header's "Changes" link counts: runs that changed figures or sources
-    and that the analyst has not seen on the Changes page."""
-    return WatchRun.objects.filter(
-        watch__owner=user, state=WatchRun.State.CHANGED, seen_at__isnull=True
-    ).count()
+    """What the header's "Changes" link counts: the runs that changed figures or sources, and
+    the runs that stopped a watch, that the analyst has not seen on the Changes page."""
+    stopped_it = Q(state=WatchRun.State.FAILED, watch__state=Watch.State.STOPPED)
+    return (
+        WatchRun.objects.filter(watch__owner=user, seen_at__isnull=True)
+        .filter(Q(state=WatchRun.State.CHANGED) | stopped_it)
+        .count()
+    )
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,9 @@ def watch_run_end(
             watch.consecutive_failures += 1
             if watch.consecutive_failures >= settings.WATCH_MAX_FAILURES:
                 watch.state = Watch.State.STOPPED
+                # The run that stopped it is the one to tell the analyst about.
+                earlier = WatchRun.objects.filter(watch=watch, seen_at__isnull=True)
+                earlier.exclude(pk=run.pk).update(seen_at=run.finished_at)
         elif state in (WatchRun.State.CHANGED, WatchRun.State.UNCHANGED):
             watch.consecutive_failures = 0
         watch.save(update_fields=["running_until", "consecutive_failures", "state"])

@@ -59,8 +59,10 @@ def watch_changes(request: HttpRequest) -> HttpResponse:
     """Each watched question with its latest change; seeing them clears the header's count."""
     watched = watched_questions(user=request.user)
     response = render(request, "chats/watch_changes.html", {"watched": watched})
-    changes = [w.latest_change for w in watched if w.latest_change is not None]
-    unseen = [change.pk for change in changes if change.seen_at is None]
+    shown = [w.latest_change for w in watched] + [
+        w.latest_run for w in watched if w.watch.state == Watch.State.STOPPED
+    ]
+    unseen = [run.pk for run in shown if run is not None and run.seen_at is None]
     changes_mark_seen(user=request.user, run_ids=unseen)
     return response
 

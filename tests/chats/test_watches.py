@@ -157,8 +157,11 @@ def test_repeated_failures_stop_the_watch_and_the_analyst_is_told(
     call_command("run_watches", "--all")  # a stopped watch is not run
     assert WatchRun.objects.count() == 3
 
+    header = browser.get(reverse("chat_list")).content.decode()
+    assert '>Changes <span class="changes-count" aria-label="1 unseen">1</span></a>' in header
     changes = browser.get(reverse("watch_changes")).content.decode()
     assert "Stopped after 3 failed runs in a row" in changes
+    assert "changes-count" not in browser.get(reverse("chat_list")).content.decode()
     [email] = mail.outbox
     assert email.subject == "Watch stopped: How did revenue do?"
     assert email.to == ["analyst@example.com"]
