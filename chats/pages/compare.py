@@ -46,8 +46,8 @@ def _comparison(request: HttpRequest, versions: list[Turn]) -> dict:
         before_id=_id(request.GET.get("a")),
         after_id=_id(request.GET.get("b")),
     )
-    if pair is None:
-        raise Http404("This question has fewer than two finished versions.")
+    if pair is None:  # the others are still being written, or failed before answering
+        return {"pair": None, "question": versions[0].question if versions else ""}
     return {
         "pair": pair,
         "choices": [(pair.number(v), v) for v in pair.versions],

@@ -154,3 +154,12 @@ async def test_json_export_includes_every_version(connect, user, chat, upstream)
     assert (turn["id"], turn["version"]) == (second, 2)
     assert [v["id"] for v in turn["versions"]] == [first, second]
     assert "12%" in turn["versions"][0]["answer"] and "14%" in turn["versions"][1]["answer"]
+
+
+def test_compare_with_one_finished_version_says_so(user, chat):
+    only = Turn.objects.create(chat=chat, question="Q?", status=Turn.Status.COMPLETE)
+    Turn.objects.create(chat=chat, question="Q?")  # still streaming
+    http = HttpClient()
+    http.force_login(user)
+    page = http.get(reverse("turn_compare", args=[chat.pk, only.pk])).content.decode()
+    assert "fewer than two finished versions" in page
