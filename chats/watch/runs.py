@@ -75,21 +75,30 @@ async def run_watch(watch: Watch) -> str:
     begun = await database_sync_to_async(_begin)(watch)
     if begun.ask is None:
         return await _end(begun.run, WatchRun.State.FAILED, error=begun.error)
+    try:
+        return await _rerun(watch, begun.run, begun.ask)
+    except Exception:  # recorded, so that the watch is released and the failure counts
+        logger.exception("Watch %s failed", watch.pk)
+        error = "Something went wrong on our side while re-running this question."
+        return await _end(begun.run, WatchRun.State.FAILED, error=error)
+
+
+async def _rerun(watch: Watch, record: WatchRun, ask: TurnAsk) -> str:
     owner_id = watch.owner_id
     try:
-        started = await ask_start(begun.ask, lambda: _owner_is_active(owner_id))
+        started = await ask_start(ask, lambda: _owner_is_active(owner_id))
     except TurnStartError as refused:
         if refused.code in LIMITS:
             await database_sync_to_async(watch_retry_soon)(watch=watch)
-            return await _end(begun.run, WatchRun.State.SKIPPED, error=str(refused))
-        return await _end(begun.run, WatchRun.State.FAILED, error=str(refused))
+            return await _end(record, WatchRun.State.SKIPPED, error=str(refused))
+        return await _end(record, WatchRun.State.FAILED, error=str(refused))
     if started is None:
-        return await _end(begun.run, WatchRun.State.FAILED, error="The account is not active.")
+        return await _end(record, WatchRun.State.FAILED, error="The account is not active.")
     turn_id = started.turn.turn.pk
     run = get_registry().runs.get(turn_id)
     if run is not None and run.task is not None:  # gone from the registry: stored already
         await asyncio.wait([run.task])
-    return await database_sync_to_async(_compare_and_record)(begun.run, turn_id)
+    return await database_sync_to_async(_compare_and_record)(record, turn_id)
 
 
 def _begin(watch: Watch) -> _Begun:
