@@ -90,3 +90,18 @@ def test_watch_a_question_and_see_its_change_in_the_header(page, site, analyst, 
     expect(page.locator(".compare-figures li").first).to_contain_text("12% → 14%")
     expect(page.locator(".changes-link")).to_have_text("Changes")  # seen
     assert page.js_errors == []
+
+
+def test_a_refused_rerun_says_why_and_gives_its_button_back(
+    page, site, analyst, upstream, settings
+):
+    upstream.queue(Reply.events(*cited_answer_stream(FIRST)))
+    log_in(page, site)
+    new_chat(page)
+    ask(page, "How did revenue do?")
+    answer = wait_for_answer(page)
+    settings.AGENT_MAX_CONCURRENT_TURNS = 0  # any new answer is refused
+    answer.get_by_role("button", name="Re-run").click()
+    expect(page.locator("#connection")).to_contain_text("answers being written")
+    expect(answer.get_by_role("button", name="Re-run")).to_be_enabled()
+    assert len(upstream.requests) == 1  # the first answer only
