@@ -163,3 +163,30 @@ def test_compare_with_one_finished_version_says_so(user, chat):
     http.force_login(user)
     page = http.get(reverse("turn_compare", args=[chat.pk, only.pk])).content.decode()
     assert "fewer than two finished versions" in page
+
+
+@pytest.mark.parametrize("provider", ["gemini", "xai", "openai", "anthropic", "llm-sdk"])
+async def test_rerun_and_compare_work_for_every_agent(
+    provider, connect, user, settings, provider_fixtures_dir
+):
+    from chats.services import chat_create
+    from demo_agent.scripted import ScriptedAgent
+    from tests.chats.agent.test_providers_site import CAPTURES, capture_reply, configure
+    from tests.servers import serve_asgi
+
+    capture = provider_fixtures_dir / CAPTURES[provider]
+    stand_in = ScriptedAgent()
+    with serve_asgi(stand_in) as url:
+        configure(settings, provider, url)
+        stand_in.queue(capture_reply(capture), capture_reply(capture))
+        chat = await database_sync_to_async(chat_create)(owner=user, provider=provider)
+        client = await connect(user, chat)
+        first = await ask_and_finish(client, {"type": "ask", "message": "What happened?"})
+        second = await ask_and_finish(client, {"type": "rerun", "turn_id": first})
+    # The same question, with the same (empty) history: a version of the first, not a follow-up.
+    assert stand_in.requests[0].json == stand_in.requests[1].json
+    assert (await Turn.objects.aget(pk=second)).parent_id is None
+    http = HttpClient()
+    await database_sync_to_async(http.force_login)(user)
+    page = await database_sync_to_async(http.get)(reverse("turn_compare", args=[chat.pk, second]))
+    assert "No figures or sources changed" in page.content.decode()
