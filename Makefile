@@ -49,6 +49,7 @@ format: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python bench/citations_render.py
 	$(BIN)/python bench/streaming.py
+	$(BIN)/python bench/compare.py
 
 lock:
 	rm -rf /tmp/researchsite-lock && $(PYTHON) -m venv /tmp/researchsite-lock

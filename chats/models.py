@@ -132,6 +132,9 @@ class Turn(models.Model):
     # execution id from the `delta` envelope, sent back to resume the stream.
     workflow = models.JSONField(null=True, blank=True)
     execution_id = models.CharField(max_length=500, blank=True)
+    # The question options this turn was asked with (chats/run/options.py, `to_json`): what
+    # "Re-run" and a watch ask again. NULL: not recorded (the chat's options are used).
+    options = models.JSONField(null=True, blank=True)
 
     objects = TurnQuerySet.as_manager()
 
@@ -301,3 +304,6 @@ class Preference(models.Model):
 
     def __str__(self) -> str:
         return f"Preferences of user {self.user_id}"
+
+
+from chats.watch.models import Watch, WatchRun  # noqa: E402, F401  (registered with this app)

@@ -79,6 +79,7 @@ class TurnAsk:
     parent_turn_id: int | str | None = LEAF
     restart: bool = False
     options: QuestionOptions | None = None  # None: the chat's saved options
+    save_options: bool = True  # False: a re-run, which leaves the composer's options alone
 
 
 def turn_start(
@@ -175,7 +176,8 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
         chat.updated_at = now
         if not chat.title:
             chat.title = display.chat_title(new.turn.question)
-        chat.options = new.options.to_json()
+        if new.save_options:
+            chat.options = new.options.to_json()
     # One UPDATE per chat (its row is locked already, in id order): bulk_update's CASE per
     # field and chat cost 3x as much CPU to compile as the statements it replaces.
     for chat in {new.turn.chat_id: new.turn.chat for new in created}.values():
@@ -194,6 +196,7 @@ class _NewTurn:
     schema: dict | None
     history: tuple[ConversationTurn, ...]
     siblings: list[int]
+    save_options: bool = True
 
     def started(self) -> StartedTurn:
         turn = self.turn
@@ -262,10 +265,11 @@ def _new_turn(
         is_restart=ask.restart,
         created_at=now,
         lease_expires_at=now + timedelta(seconds=settings.TURN_LEASE_SECONDS),
+        options=options.to_json(),
     )
     history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
     siblings = [t.pk for t in tree.get(turn.parent_id, [])]
-    return _NewTurn(turn, options, schema, history, siblings)
+    return _NewTurn(turn, options, schema, history, siblings, ask.save_options)
 
 
 def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:

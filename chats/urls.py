@@ -1,6 +1,7 @@
-from django.urls import path
+from django.urls import include, path
 
 from chats.library import views as library
+from chats.pages import compare as views_compare
 from chats.pages import options as views_options
 from chats.pages import preferences as views_preferences
 from chats.pages import views
@@ -40,6 +41,17 @@ urlpatterns = [
         views_options.output_schema_delete,
         name="output_schema_delete",
     ),
+    path(
+        "chats/<int:chat_id>/turns/<int:turn_id>/compare/",
+        views_compare.turn_compare,
+        name="turn_compare",
+    ),
+    path(
+        "shared/<str:token>/turns/<int:turn_id>/compare/",
+        views_compare.shared_turn_compare,
+        name="shared_turn_compare",
+    ),
+    path("", include("chats.watch.urls")),  # Watch, the "Changes" page
     path("workflows/", views_workflows.workflow_list, name="workflow_list"),
     path("workflows/run/", views_workflows.workflow_run, name="workflow_run"),
     path("workflows/save/", views_workflows.workflow_save, name="workflow_save"),

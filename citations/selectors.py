@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from django.utils import timezone
 
 from citations.claims import ClaimCheck
+from citations.compare import AnswerVersion
 from citations.evidence import with_stored_checks
 from citations.models import AuditTrace, Reference, Source, SourcePage
 from citations.references import Citation, PageRead, Passage, SourceDocument, ToolCall
@@ -87,6 +88,34 @@ def source_pages_fresh(*, urls: Sequence[str], max_age: timedelta) -> dict[str, 
         url_sha256__in=digests, fetched_at__gte=timezone.now() - max_age
     )
     return {digests[page.url_sha256]: page for page in fresh}
+
+
+def answer_versions_to_compare(turns: Sequence[AnsweredTurn]) -> dict[Any, AnswerVersion]:
+    """Return what comparing versions reads of each turn, by pk: its text, claims and sources
+    from its valid references, in one query of tuples; no passages, checks or tool calls, and
+    no resolving (docs/PERFORMANCE.md, "Comparing versions")."""
+    spans: dict[Any, list[tuple[int, int, SourceDocument]]] = defaultdict(list)
+    documents: dict[int, SourceDocument] = {}
+    rows = (
+        Reference.objects.filter(turn_id__in=[t.pk for t in turns], is_valid=True)
+        .exclude(start=None)
+        .exclude(end=None)
+        .exclude(source=None)  # a tool-level attribution: a badge, not a footnote
+        .values_list(
+            "turn_id", "start", "end", "source_id", "source__key", "source__type",
+            "source__name", "source__headline", "source__url", "source__published_on",
+        )
+    )  # fmt: skip
+    for turn_id, start, end, source_id, *source in rows:
+        document = documents.get(source_id)
+        if document is None:
+            key, kind, name, headline, url, published_on = source
+            document = documents[source_id] = SourceDocument(
+                key=key, type=kind, name=name, headline=headline, url=url,
+                published_on=published_on,
+            )  # fmt: skip
+        spans[turn_id].append((start, end, document))
+    return {turn.pk: AnswerVersion.from_spans(turn.answer_text, spans[turn.pk]) for turn in turns}
 
 
 def source_document(source: Source) -> SourceDocument:

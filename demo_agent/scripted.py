@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,36 @@ def answer_stream(
         },
         {"type": "ACTION", "tool_name": "search", "tool_arguments": {"query": "q"}},
         *({"type": "ANSWER", "message_id": "a", "content": c} for c in chunks),
+        {"type": "COMPLETE", "checkpoint_id": checkpoint, "consumption": []},
+    ]
+
+
+def cited_answer_stream(
+    claims: Sequence[tuple[str, str]], *, checkpoint: str = "ckpt-1", published: str = "2026-04-15"
+) -> list[dict[str, Any]]:
+    """A complete run whose answer is the claims' sentences, each cited to its source by name
+    (a BIGDATA document whose passage is the sentence itself, so every figure is found)."""
+    answer, references = "", []
+    for sentence, source_name in claims:
+        start = len(answer) + (1 if answer else 0)
+        answer = f"{answer} {sentence}" if answer else sentence
+        doc_id = "doc-" + "-".join(source_name.lower().split())
+        source = {
+            "type": "BIGDATA",
+            "id": doc_id,
+            "hd": f"{source_name} report",
+            "src_name": source_name,
+            "ts": f"{published}T10:00:00Z",
+            "url": f"https://news.example/{doc_id}",
+            "chunks": [{"cnum": 0, "text": sentence, "relevance": 0.9}],
+        }
+        references.append(
+            {"start": start, "end": len(answer), "tool_name": "search", "audit_id": "a",
+             "source": source}
+        )  # fmt: skip
+    return [
+        {"type": "ANSWER", "message_id": "a", "content": answer},
+        {"type": "GROUNDING", "references": references},
         {"type": "COMPLETE", "checkpoint_id": checkpoint, "consumption": []},
     ]
 

@@ -361,3 +361,21 @@ SOURCE_FETCH_ENABLED = env.bool("SOURCE_FETCH_ENABLED", default=True)
 SOURCE_FETCH_ALLOWED_HOSTS = env.list("SOURCE_FETCH_ALLOWED_HOSTS", default=[])
 # A page fetched this recently is read from the cache (citations.SourcePage), not fetched again.
 SOURCE_FETCH_MAX_AGE_HOURS = env.float("SOURCE_FETCH_MAX_AGE_HOURS", default=24.0)
+
+# --- Watches: re-running a question on a schedule ---------------------------------------------
+# django-tasks with its database backend keeps the queue in this database (chats/watch/tasks.py).
+INSTALLED_APPS += ["django_tasks", "django_tasks_db"]
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# Run the task worker in a thread of each server process (`make run` runs everything); false
+# leaves the watches to `manage.py db_worker` processes started beside the servers.
+WATCH_WORKER = env.bool("WATCH_WORKER", default=True)
+WATCH_MAX_PER_USER = env.int("WATCH_MAX_PER_USER", default=20)
+WATCH_MAX_FAILURES = env.int("WATCH_MAX_FAILURES", default=3)  # in a row, then it stops
+WATCH_RETRY_MINUTES = env.int("WATCH_RETRY_MINUTES", default=15)  # after a limit refused a run
+# E-mail the analyst about changes (to the account's address) through Django's e-mail backend,
+# configured by EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587).
+WATCH_EMAIL = env.bool("WATCH_EMAIL", default=False)
+if env.str("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="researchsite@localhost")
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")  # links in e-mails

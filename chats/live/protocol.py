@@ -1,6 +1,6 @@
 """The websocket protocol between the chat page and the server: every frame, both directions.
 
-Browser → server: `ask`, `stop`, `sync`, validated by `parse_client_frame`.
+Browser → server: `ask`, `rerun`, `stop`, `sync`, validated by `parse_client_frame`.
 Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished`, `turn.checked`
 (a finished turn's card again, once its cited pages are read: chats/verify/) and `error`,
 each built by one function here and described by a TypedDict schema that
@@ -119,6 +119,11 @@ class Ask:
 
 
 @dataclass(frozen=True)
+class Rerun:
+    turn_id: int  # asked again as it was asked, as a new version of that turn
+
+
+@dataclass(frozen=True)
 class Stop:
     turn_id: int
 
@@ -129,7 +134,7 @@ class Sync:
     newest_turn_id: int
 
 
-ClientFrame = Ask | Stop | Sync
+ClientFrame = Ask | Rerun | Stop | Sync
 
 
 def decode_client_frame(text_data: str | None, bytes_data: bytes | None = None) -> ClientFrame:
@@ -152,11 +157,11 @@ def parse_client_frame(data: Any) -> ClientFrame:
     kind = data.get("type")
     if kind == "ask":
         return _parse_ask(data)
-    if kind == "stop":
+    if kind in ("stop", "rerun"):
         turn_id = data.get("turn_id")
         if not _is_id(turn_id):
-            raise FrameError("stop needs a turn_id.")
-        return Stop(turn_id=turn_id)
+            raise FrameError(f"{kind} needs a turn_id.")
+        return Stop(turn_id=turn_id) if kind == "stop" else Rerun(turn_id=turn_id)
     if kind == "sync":
         return _parse_sync(data)
     raise FrameError("Unknown frame type.")

@@ -26,11 +26,21 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from chats.live import protocol
-from chats.live.protocol import Ask, CardKind, ErrorCode, EventView, FrameError, Stop, Sync
+from chats.live.protocol import (
+    Ask,
+    CardKind,
+    ErrorCode,
+    EventView,
+    FrameError,
+    Rerun,
+    Stop,
+    Sync,
+)
 from chats.live.relay import RelayFrame, get_relay
 from chats.models import Chat
 from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
 from chats.run.asks import ask_start
+from chats.run.rerun import rerun_ask
 from chats.run.runner import request_stop, turn_card_frames
 from chats.selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
 from chats.services import TurnAsk, TurnStartError
@@ -164,6 +174,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             frame = protocol.decode_client_frame(text_data, bytes_data)
             if isinstance(frame, Ask):
                 await self.handle_ask(frame)
+            elif isinstance(frame, Rerun):
+                await self.handle_rerun(frame)
             elif isinstance(frame, Stop):
                 await self.handle_stop(frame)
             elif isinstance(frame, Sync):
@@ -185,6 +197,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             restart=frame.restart,
             options=frame.options,
         )
+        await self._start(ask)
+
+    async def handle_rerun(self, frame: Rerun) -> None:
+        """Ask a finished turn's question again, as it was asked (chats/run/rerun.py)."""
+        try:
+            ask = await database_sync_to_async(rerun_ask)(chat=self.chat, turn_id=frame.turn_id)
+        except TurnStartError as refused:
+            raise FrameError(str(refused), refused.code) from refused
+        await self._start(ask)
+
+    async def _start(self, ask: TurnAsk) -> None:
         try:
             started = await ask_start(ask, self._session_is_alive)
         except TurnStartError as refused:

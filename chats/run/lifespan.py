@@ -9,6 +9,7 @@ import asyncio
 import logging
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import connections
 
 from chats.agent.client import close_http_sessions
@@ -19,6 +20,7 @@ from chats.live.relay import close_relay
 from chats.run.asks import get_ask_batches
 from chats.run.runner import get_finish_batches, get_registry, sweep_orphans
 from chats.verify.check import stop_source_checks
+from chats.watch.worker import start_watch_worker, stop_watch_worker
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ async def lifespan_app(scope, receive, send) -> None:
                 await asyncio.to_thread(preload_sdks)
             except Exception:
                 logger.exception("Loading a provider's SDK failed; it will load on first use")
+            if settings.WATCH_WORKER:  # watches' scheduled runs (chats/watch/worker.py)
+                start_watch_worker()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await shut_down()
@@ -57,6 +61,7 @@ async def shut_down() -> None:
     steps = [
         get_ask_batches().close,  # asks being started become runs; no new ones start
         get_registry().shutdown,  # each run records itself interrupted and flushes its events
+        stop_watch_worker,  # its runs have ended with the others
         get_finish_batches().close,  # what the runs stored is announced
         stop_source_checks,  # pages still being read count as unread
         get_event_log().close,

@@ -109,7 +109,15 @@
       case "turn.notice": return setLiveStatus(frame.turn_id, frame.label);
       case "turn.finished": return onTurnFinished(frame);
       case "turn.checked": return onTurnChecked(frame);
-      case "error": return showConnection(frame.message);
+      case "error": releaseReruns(); return showConnection(frame.message);
+    }
+  }
+
+  // A refused re-run (a limit, say) gives its button back; a started one replaces its card.
+  function releaseReruns() {
+    for (const button of thread.querySelectorAll('[data-action="rerun"]:disabled')) {
+      button.disabled = false;
+      button.textContent = button.dataset.idleLabel;
     }
   }
 
@@ -304,6 +312,13 @@
         return;
       case "continue":
         setMode({ parentTurnId: turnId }, button.dataset.modeText);
+        return;
+      case "rerun": // the same question and options, as a new version (chats/run/rerun.py)
+        if (send({ type: "rerun", turn_id: turnId })) {
+          button.dataset.idleLabel = button.textContent;
+          button.disabled = true;
+          button.textContent = button.dataset.busyLabel;
+        }
         return;
       case "retry":
         ask({ message: question, research_effort: card.dataset.effort, parent_turn_id: parentTurnId });

@@ -18,6 +18,7 @@ from chats.live.protocol import (
     Ask,
     ErrorCode,
     FrameError,
+    Rerun,
     Stop,
     Sync,
     decode_client_frame,
@@ -229,6 +230,7 @@ def test_valid_client_frames_and_their_defaults():
         ' "parent_turn_id": null, "restart": true}'
     ) == Ask(message="é ✓ 😀", research_effort="lite", parent_turn_id=None, restart=True)
     assert decode_client_frame('{"type": "stop", "turn_id": 4}') == Stop(turn_id=4)
+    assert decode_client_frame('{"type": "rerun", "turn_id": 4}') == Rerun(turn_id=4)
     assert decode_client_frame('{"type": "sync"}') == Sync(cursors={}, newest_turn_id=0)
     assert decode_client_frame(
         '{"type": "sync", "cursors": {"4": 2}, "newest_turn_id": 5}'
@@ -256,6 +258,8 @@ BAD_FRAMES = [
     ('{"type": "stop"}', "turn_id"),
     ('{"type": "stop", "turn_id": true}', "turn_id"),
     ('{"type": "stop", "turn_id": 1.5}', "turn_id"),
+    ('{"type": "rerun"}', "rerun needs a turn_id"),
+    ('{"type": "rerun", "turn_id": "4"}', "rerun needs a turn_id"),
     ('{"type": "sync", "cursors": []}', "cursors"),
     ('{"type": "sync", "cursors": {"x": 1}}', "cursors"),
     ('{"type": "sync", "cursors": {"\\u0661": 1}}', "cursors"),  # an Arabic-Indic digit
