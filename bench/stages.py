@@ -1,4 +1,4 @@
-"""The CPU cost of one relayed event, stage by stage, through the site's own functions (issue 13).
+"""The CPU cost of one relayed event, stage by stage, through the site's own functions.
 
     .venv/bin/python bench/stages.py [--rounds 5]
 

@@ -24,7 +24,7 @@ class Chat(models.Model):
     provider = models.CharField(max_length=32, default="bigdata", db_index=True)
     # The agent's conversation id, from the event envelope of the latest upstream conversation.
     # Text, not a capped CharField: ids are the API's to choose, and one that did not fit left
-    # its turn unsaveable (issue 9).
+    # its turn unsaveable.
     upstream_chat_id = models.TextField(blank=True)
     active_turn = models.ForeignKey(
         "Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -262,7 +262,7 @@ class OutputSchema(models.Model):
 
 
 class WorkflowTemplate(models.Model):
-    """An inline Workflows template a user saved (PROTOCOL.md, "Workflows")."""
+    """An inline Workflows template a user saved (docs/PROTOCOL.md, "Workflows")."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflow_templates"

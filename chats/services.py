@@ -34,7 +34,7 @@ from citations.services import citations_resolve, citations_store_for_turns
 
 logger = logging.getLogger(__name__)
 
-INITIAL_CHECKPOINT = "INITIAL"  # PROTOCOL.md: resets an upstream chat to its start
+INITIAL_CHECKPOINT = "INITIAL"  # docs/PROTOCOL.md: restarts an upstream chat
 
 
 def chat_create(*, owner, provider: str = "") -> Chat:

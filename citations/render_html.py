@@ -195,9 +195,9 @@ def _tool_badges(attributions: Sequence[ToolAttribution]) -> str:
     """Return one badge per tool call, between the answer and its Sources.
 
     A tool-level reference grounds a span in a tool's whole result rather than a document, so
-    it gets no number and no Sources entry (seed 000). Listing the tools once under the answer
-    keeps the prose identical to the Markdown rendering; inline badges would interleave long
-    trace titles with the text and could not sit inside code or links.
+    it gets no number and no Sources entry (docs/PROTOCOL.md, "GROUNDING"). Listing the tools once
+    under the answer keeps the prose identical to the Markdown rendering; inline badges would
+    interleave long trace titles with the text and could not sit inside code or links.
     """
     badges = dict.fromkeys(_badge(a) for a in attributions)
     if not badges:

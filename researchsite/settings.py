@@ -307,9 +307,9 @@ LOGGING["loggers"].update(
 )
 
 # --- Workflows ------------------------------------------------------------------------------
-# POST /v1/workflow/execute next to the research agent (PROTOCOL.md, "Workflows"). Empty: derived
-# from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that moves the
-# agent moves its workflows with it.
+# POST /v1/workflow/execute next to the research agent (docs/PROTOCOL.md, "Workflows"). Empty:
+# derived from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that
+# moves the agent moves its workflows with it.
 WORKFLOW_URL = env.str("WORKFLOW_URL", default="")
 DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"
 # Template ids the Workflows page offers, comma-separated (besides the user's saved templates).

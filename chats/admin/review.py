@@ -230,7 +230,7 @@ class ReferenceInline(ReviewOnlyInline):
     @admin.display(description="source")
     def source_link(self, reference: Reference) -> SafeString | str:
         if reference.source is None:
-            return "tool-level (no document)"  # seed 000: non-search tools cite the whole call
+            return "tool-level (no document)"  # docs/PROTOCOL.md, "GROUNDING"
         return admin_link(reference.source, reference.source.label)
 
     @admin.display(description="audit id")

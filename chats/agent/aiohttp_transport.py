@@ -2,13 +2,13 @@
 
 Why: reading a paced stream through httpx's own transport (httpcore, h11, anyio) cost
 50-68 µs of CPU per event on this machine; through aiohttp's C-accelerated reader, 23
-(docs/PERFORMANCE.md, "Wave 3"). The clients keep httpx's API (requests, responses, timeouts,
-the SDKs' `http_client`), so only this module knows aiohttp.
+(docs/PERFORMANCE.md, "Every streamed read through aiohttp"). The clients keep httpx's API
+(requests, responses, timeouts, the SDKs' `http_client`), so only this module knows aiohttp.
 
 Each streamed answer reads its text with `aiter_text(response)`: straight from aiohttp when this
 transport carries a plain UTF-8 body, so a read does not pass through httpx's four iterators of
 its own (its stream, raw, bytes and text), which at one event per read cost ~6 µs of CPU per event
-(docs/PERFORMANCE.md, "Wave 3, fifth session").
+(docs/PERFORMANCE.md, "Every streamed read through aiohttp").
 
 Not the `httpx-aiohttp` package: it maps a refused connection, and a server that hangs up
 before answering, to `ConnectTimeout`, which would tell the analyst the agent was slow when it
@@ -147,9 +147,9 @@ class _ResponseStream(httpx.AsyncByteStream):
         """What has arrived, at once; a paced stream once per tick. Between two reads of a
         paced stream over plain TCP its socket is held, so that the kernel gathers the agent's
         packets, and read again just before the tick (`Ticks.wait(before=)`): one read for the
-        tick's events rather than one per packet (docs/PERFORMANCE.md, "Wave 3, thirteenth
-        session"). Bytes held in the kernel are not seen by the read deadline, which a window
-        far under any read timeout makes no matter."""
+        tick's events rather than one per packet (docs/PERFORMANCE.md, "A paced stream's
+        socket is held between ticks"). Bytes held in the kernel are not seen by the read deadline,
+        which a window far under any read timeout makes no matter."""
         content = self._response.content
         tick = self._tick
         paced = False
@@ -225,7 +225,7 @@ class _ConnectionProtocol(ResponseHandler):
     aiohttp 3.14's reader asks the protocol to resume reading whenever it takes a chunk from a
     buffer below its low-water mark, paused or not: a call into the parser with no bytes and
     one into the transport, ~2 µs, for every event of a paced stream (docs/PERFORMANCE.md,
-    "Wave 3, twelfth session"). Resuming what is not paused does nothing else, so it is skipped.
+    "The body's read deadline"). Resuming what is not paused does nothing else, so it is skipped.
 
     The hold stops reading the socket without touching aiohttp's own flow control (its
     `_reading_paused` and `_buffer_paused`): the socket is read again once neither holds it.

@@ -1,4 +1,5 @@
-"""The HTTP client for the Research Agent: one POST, one long SSE response (seed 002).
+"""The HTTP client for the Research Agent: one POST, one long SSE response
+(docs/PROTOCOL.md, "Research Agent").
 
 HTTP errors only happen before the first event, so that is the only time we retry (429, 5xx,
 connection failures), honouring Retry-After. Once events have flowed a failure ends the run:
@@ -42,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AgentRequest:
-    """The request body (PROTOCOL.md, "Request")."""
+    """The request body (docs/PROTOCOL.md, "Request")."""
 
     message: str
     research_effort: str = "standard"

@@ -7,7 +7,7 @@ commit is what makes resume gap-free: a page that joins the relay and then reads
 every event either in the log or live (maybe both; seqs dedupe).
 
 A write that fails is retried turn by turn, so one turn's bad event never holds back the
-others (issue 9): the turn the database refuses is failed and its run told to stop.
+others: the turn the database refuses is failed and its run told to stop.
 """
 
 from __future__ import annotations
@@ -235,9 +235,9 @@ def _write_now(batch: list[PendingEvent]) -> None:
     Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
     time, and that time is taken from every stream being read (the writer's thread shares the
     GIL with the event loop). COPY costs 8 µs of CPU per row where executemany cost 21
-    (docs/PERFORMANCE.md). Both store the data as `strict_json` writes it: a value that slipped
-    past `storable_event` (NaN, say) is written as the token JSONField would send, refused by the
-    database, not quietly rewritten, and the turn fails alone.
+    (docs/PERFORMANCE.md, "The event log's writes"). Both store the data as `strict_json` writes it:
+    a value that slipped past `storable_event` (NaN, say) is written as the token JSONField would
+    send, refused by the database, not quietly rewritten, and the turn fails alone.
     """
     db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
     now = timezone.now()
@@ -298,7 +298,7 @@ _COLUMNS = "(turn_id, seq, type, data, received_at)"
 # answers on the shared database thread must not hold back every stream's events, nor the
 # reverse. On SQLite (WAL, IMMEDIATE transactions) the two threads' writes then wait for each
 # other in SQLite's busy handler, a few milliseconds, rather than in one queue behind a burst:
-# at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "Wave 3").
+# at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "The event log's writes").
 _writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-writer")
 _write = database_sync_to_async(_write_now, thread_sensitive=False, executor=_writer_thread)
 _close_writer_connection = database_sync_to_async(

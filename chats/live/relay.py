@@ -1,6 +1,6 @@
 """Chat frames from the process that runs a turn to every page open on the chat, in any process.
 
-This is the site's hot path (issue 13): every agent event reaches its pages through here, so
+This is the site's hot path: every agent event reaches its pages through here, so
 it does as little per frame as it can.
 
 - A frame is JSON text, encoded once by its publisher (`protocol.encode`) whatever the number of
@@ -98,7 +98,7 @@ return new
 """
 # One command publishes a tick's frames, however many: as a pipeline of PUBLISHes, packing each
 # command and parsing each reply in redis-py was a tenth of a worker's time under 200 chats
-# (docs/PERFORMANCE.md, "Wave 3, sixth session"). ARGV holds channel, message, channel, ...
+# (docs/PERFORMANCE.md, "One Lua script a tick to Redis"). ARGV holds channel, message, channel, ...
 # The site's Redis runs scripts already: channels_redis's group sends are Lua scripts too.
 PUBLISH_ALL = "for i = 1, #ARGV, 2 do redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end"
 

@@ -3,8 +3,8 @@
 Each backend refuses something valid JSON can carry: PostgreSQL refuses NUL (`\\u0000`) in
 text and jsonb; SQLite's driver and UTF-8 encoders (msgpack, for the Redis layer) refuse lone
 surrogates (`\\ud800`); SQLite's JSON check refuses NaN and Infinity (`1e999` parses to inf);
-nesting about a thousand deep exhausts recursion limits everywhere. One such event used to
-stall every turn of the process (issue 9). Here it is replaced by what can be stored, and the
+nesting about a thousand deep exhausts recursion limits everywhere. One such event would
+stall every turn of the process. Here it is replaced by what can be stored, and the
 caller counts the replacement on its turn.
 """
 

@@ -1,5 +1,5 @@
-"""Workflows (PROTOCOL.md, "Workflows"): which templates a user can run, starting a run as a chat
-turn, and reading its stream, resumed with its `execution_id` when the connection drops.
+"""Workflows (docs/PROTOCOL.md, "Workflows"): which templates a user can run, starting a run as a
+chat turn, and reading its stream, resumed with its `execution_id` when the connection drops.
 
 A workflow run is a turn like any other past its stream: its events go through the same log,
 relay and page, so it streams, survives a reload and is stored exactly like an answer.

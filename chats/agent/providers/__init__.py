@@ -96,7 +96,7 @@ class Provider:
 
     Its settings are read here, by name, so that listing the agents on a page never imports an
     SDK: `openai` and `anthropic` together put ~150,000 objects on the heap for every full
-    garbage collection to walk (docs/PERFORMANCE.md).
+    garbage collection to walk (docs/PERFORMANCE.md, "The garbage collector's settings").
     """
 
     name: str

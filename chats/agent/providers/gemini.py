@@ -1,7 +1,7 @@
 """Google Gemini with Google Search grounding: its stream → typed events, and the client.
 
-The one place that reads Gemini's `GenerateContentResponse` JSON (seed 003, notes/PROTOCOL.md
-"What each provider's streaming body looks like on the wire"). The answer is the concatenation of
+The one place that reads Gemini's `GenerateContentResponse` JSON (docs/PROTOCOL.md,
+"Gemini"). The answer is the concatenation of
 candidate 0's text parts across chunks; `groundingMetadata` may come on any chunk and is merged;
 segment offsets are UTF-8 **byte** offsets into the answer and become code-point offsets here.
 The live client feeds the official SDK's response objects, dumped back to the wire's camelCase

@@ -1,10 +1,10 @@
 """An agent built on llm-sdk (hoangvvo/llm-sdk): its stream → typed events, and the client.
 
-The one place that reads llm-sdk's `PartialModelResponse` lines (seed 001, notes/PROTOCOL.md):
-`{"delta": {"index": N, "part": {...}}}` and `{"usage": {...}}`, one per JSON line or SSE
-`data:` line. Deltas merge per part index as llm-sdk's `StreamAccumulator` does: text is
-appended, each `citation` appended to that part's list, and a text part's citations cite that
-part's whole text.
+The one place that reads llm-sdk's `PartialModelResponse` lines (docs/PROTOCOL.md, "llm-sdk
+agents"): `{"delta": {"index": N, "part": {...}}}` and `{"usage": {...}}`, one per JSON line or SSE
+`data:` line. Deltas merge per part index as llm-sdk's `StreamAccumulator` does: text is appended,
+each `citation` appended to that part's list, and a text part's citations cite that part's whole
+text.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ async def test_events_arrive_whatever_the_chunking(stream_fixtures_dir):
 
 
 async def test_an_event_is_yielded_as_soon_as_its_line_ends():
-    """Seed 002 ends events with one newline: nothing may wait for a blank line."""
+    """The Research Agent ends events with one newline: nothing may wait for a blank line."""
     arrived = []
 
     async def chunks():

@@ -1,5 +1,5 @@
 """No lost frame: every page gets every event of its turns exactly once, in order, whatever the
-load, a slow socket or a broken Redis subscription (issue 13).
+load, a slow socket or a broken Redis subscription.
 
 These run on the in-memory relay, and on Redis when REDIS_URL is set (`make test-services`).
 """

@@ -1,4 +1,4 @@
-"""Asks started together: one transaction for a burst, each ask's refusal its own (issue 13)."""
+"""Asks started together: one transaction for a burst, each ask's refusal its own."""
 
 from __future__ import annotations
 

@@ -243,7 +243,7 @@ def test_the_raw_json_of_the_poisons_is_what_the_issue_describes():
 
 
 async def test_the_demo_agent_answers_five_follow_ups_in_one_chat(connect, user, chat, settings):
-    """Issue 9: the third follow-up overflowed the 500-character checkpoint column."""
+    """The third follow-up overflowed the 500-character checkpoint column."""
     from demo_agent import DemoAgentApp
 
     questions = [
