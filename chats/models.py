@@ -58,6 +58,10 @@ class TurnQuerySet(models.QuerySet):
         )
 
 
+# The `parent_turn_id` of an ask that continues the chat's visible branch, wherever its leaf is.
+LEAF = "leaf"
+
+
 class Turn(models.Model):
     class Status(models.TextChoices):
         STREAMING = "streaming"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
@@ -39,8 +38,10 @@ from chats.agent.events import (
 )
 from chats.answer import display
 from chats.answer.charts import chart_for_turn
+from chats.errors import ErrorCode, FrameError
 from chats.live.compact_json import compact_json
 from chats.live.relay import RelayFrame, get_relay
+from chats.models import LEAF
 from chats.run.options import OptionsError, QuestionOptions, parse_options
 
 # --- Groups ----------------------------------------------------------------------------------
@@ -81,30 +82,7 @@ def encode(frame: ChatFrame) -> RelayFrame:
 # --- Browser → server ------------------------------------------------------------------------
 
 EFFORTS = ("lite", "standard")
-LEAF = "leaf"  # ask: continue the visible branch
 MAX_SYNC_CURSORS = 200
-
-
-class ErrorCode(StrEnum):
-    """Why the server refused something; the page shows the frame's message."""
-
-    BAD_FRAME = "bad_frame"  # malformed, oversized, binary or invalid frame
-    TOO_MANY_SOCKETS = "too_many_sockets"  # WS_MAX_SOCKETS_PER_USER; the socket is closed
-    RATE_LIMITED = "rate_limited"  # WS_MAX_FRAMES_PER_SECOND; the frame was dropped
-    TURN_IN_PROGRESS = "turn_in_progress"  # this chat already has a streaming turn
-    TOO_MANY_TURNS = "too_many_turns"  # AGENT_MAX_CONCURRENT_TURNS across the user's chats
-    LOGGED_OUT = "logged_out"  # the user logged out; the socket is closed
-    UNAUTHENTICATED = "unauthenticated"  # no session; the socket is closed
-    NOT_FOUND = "not_found"  # no such chat for this user; the socket is closed
-    SERVER_ERROR = "server_error"  # our fault; the socket stays open
-
-
-class FrameError(ValueError):
-    """A frame from the browser that we refuse; the message is shown to the user."""
-
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.BAD_FRAME) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)

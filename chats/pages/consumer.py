@@ -25,15 +25,16 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
-from chats.live.protocol import Ask, CardKind, ErrorCode, EventView, FrameError, Stop, Sync
+from chats.live.protocol import Ask, CardKind, EventView, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
 from chats.models import Chat
 from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
 from chats.run.asks import ask_start
 from chats.run.runner import request_stop, turn_card_frames
 from chats.selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
-from chats.services import TurnAsk, TurnStartError
+from chats.services import TurnAsk
 
 logger = logging.getLogger(__name__)
 
@@ -185,10 +186,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             restart=frame.restart,
             options=frame.options,
         )
-        try:
-            started = await ask_start(ask, self._session_is_alive)
-        except TurnStartError as refused:
-            raise FrameError(str(refused), refused.code) from refused
+        started = await ask_start(ask, self._session_is_alive)  # refusals: RequestRefused
         if started is None:  # the asker's session has ended
             await self.session_end({})
             return

@@ -13,11 +13,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from chats.errors import ErrorCode, TurnStartError
 from chats.live.per_loop import PerLoop
-from chats.live.protocol import ErrorCode, TurnCardFrame
+from chats.live.protocol import TurnCardFrame
 from chats.run.batches import DatabaseBatches
 from chats.run.runner import get_registry, publish_turn_cards, rendered_or_none
-from chats.services import StartedTurn, TurnAsk, TurnStartError, turn_start_many
+from chats.services import StartedTurn, TurnAsk, turn_start_many
 
 logger = logging.getLogger(__name__)
 

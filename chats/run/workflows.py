@@ -27,9 +27,9 @@ from chats.agent.providers import BIGDATA, bigdata_settings
 from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import StreamMessage
 from chats.answer import display
+from chats.errors import TurnStartError
 from chats.models import Chat, Turn, WorkflowTemplate
 from chats.run.runner import TurnRun, get_registry, publish_turn_started
-from chats.services import TurnStartError
 
 logger = logging.getLogger(__name__)
 

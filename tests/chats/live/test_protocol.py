@@ -12,18 +12,17 @@ import pytest
 from channels.layers import get_channel_layer
 
 from chats.agent.providers.bigdata import event_from_message
+from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
 from chats.live.protocol import (
-    LEAF,
     Ask,
-    ErrorCode,
-    FrameError,
     Stop,
     Sync,
     decode_client_frame,
     event_view,
     stored_event_view,
 )
+from chats.models import LEAF
 
 # --- A checker for the TypedDict schemas -------------------------------------------------------
 

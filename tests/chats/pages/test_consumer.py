@@ -576,8 +576,9 @@ def test_turn_start_counts_concurrent_asks_across_database_connections(user, set
 
     from django.db import connection
 
+    from chats.errors import TurnStartError
     from chats.models import Chat
-    from chats.services import TurnStartError, turn_start
+    from chats.services import turn_start
 
     chats = [Chat.objects.create(owner=user) for _ in range(5)]
 
