@@ -15,7 +15,7 @@ the median of 5 parts of one run: see `database_stages`).
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
    site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
    `httpx_sse.aconnect_sse`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
-   (chats.live.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
+   (chats.loop.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
    events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
@@ -42,7 +42,7 @@ the median of 5 parts of one run: see `database_stages`).
 7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
-   as the site batches them (chats/run/batches.py), in 5 batches of 40:
+   as the site batches them (chats/loop/batches.py), in 5 batches of 40:
    `services.turn_start_many(...)` + `runner.turn_card_frame("turn.started", ...)` per turn;
    `runner._store_finishes(...)` (turn_finish_many, then the final cards);
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
@@ -297,7 +297,7 @@ async def store_prep_round(events: list[Any]) -> float:
 
     from chats.agent.transcript import Transcript
     from chats.live.event_log import EventLog
-    from chats.live.ticks import Ticks
+    from chats.loop.ticks import Ticks
     from chats.run.runner import TurnRun
     from chats.run.storable import storable_event
 

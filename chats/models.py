@@ -34,7 +34,7 @@ class Chat(models.Model):
     # The library (chats/library/): pinned chats head the sidebar; archived ones leave it.
     pinned = models.BooleanField(default=False)
     archived_at = models.DateTimeField(null=True, blank=True)
-    # The composer's question options, remembered per chat (chats/run/options.py, `to_json`).
+    # The composer's question options, remembered per chat (chats/agent/options.py, `to_json`).
     options = models.JSONField(default=dict, blank=True)
 
     objects = ChatQuerySet.as_manager()

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chats.agent.client import AgentRequest
+from chats.agent.options import QuestionOptions, request_fields
 from chats.agent.providers import (
     BIGDATA,
     ConversationTurn,
@@ -26,7 +27,6 @@ from chats.answer.charts import chart_for_turn
 from chats.errors import ErrorCode, TurnStartError
 from chats.library.search import chat_search_index_update
 from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
-from chats.run.options import QuestionOptions, request_fields
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer

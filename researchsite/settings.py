@@ -254,7 +254,7 @@ LLMSDK_AGENT_MODEL = env.str("LLMSDK_AGENT_MODEL", default="")  # sent as "model
 
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
-# The widest batch, which a process relaying many streams widens to (chats/live/ticks.py).
+# The widest batch, which a process relaying many streams widens to (chats/loop/ticks.py).
 EVENT_FLUSH_INTERVAL_MAX = env.float("EVENT_FLUSH_INTERVAL_MAX", default=0.06)
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
 TURN_HEARTBEAT_SECONDS = env.float("TURN_HEARTBEAT_SECONDS", default=10.0)

@@ -63,13 +63,13 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
 # An agent that keeps a read waiting PACED_WAIT or more is pacing its stream (a language model
 # writing, say): until it bursts again (a read of BURST_BYTES or more that found its data
 # waiting), the reader waits for the relay's next tick before each read, so that one read takes
-# all that arrived meanwhile (chats.live.ticks). An agent sending flat out is read as fast as it
+# all that arrived meanwhile (chats.loop.ticks). An agent sending flat out is read as fast as it
 # sends: its reads find data waiting, or wait microseconds for it (a stall of the loop may pace
 # it until its next burst).
 PACED_WAIT = 0.005
 BURST_BYTES = 16 * 1024
 
-# The relay's next tick (chats.live.ticks.Ticks.wait): it calls the function given, if any, shortly
+# The relay's next tick (chats.loop.ticks.Ticks.wait): it calls the function given, if any, shortly
 # before it comes.
 Tick = Callable[[Callable[[], None] | None], Awaitable[None]]
 
@@ -298,7 +298,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, session: aiohttp.ClientSession, *, tick: Tick | None = None) -> None:
         self._session = session
-        self._tick = tick  # reads a paced stream once per tick when given (chats.live.ticks)
+        self._tick = tick  # reads a paced stream once per tick when given (chats.loop.ticks)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeout = request.extensions.get("timeout", {})

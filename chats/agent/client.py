@@ -35,8 +35,8 @@ from chats.agent.providers.attempts import (
 )
 from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
-from chats.live.per_loop import PerLoop
-from chats.live.ticks import get_ticks
+from chats.loop.per_loop import PerLoop
+from chats.loop.ticks import get_ticks
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class AgentRequest:
     chat_id: str | None = None
     from_checkpoint_id: str | None = None
     persistence_mode: str = "enabled"
-    # Question options (chats/run/options.py): each sent only when set.
+    # Question options (chats/agent/options.py): each sent only when set.
     model_name: str | None = None
     expected_output: str | None = None
     structured_output_schema: dict[str, Any] | None = None

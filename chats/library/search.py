@@ -32,9 +32,9 @@ from django.db.models.functions import Greatest, Lower, Replace, StrIndex, Subst
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from chats.live.per_loop import PerLoop
+from chats.loop.batches import DATABASE_FAILING
+from chats.loop.per_loop import PerLoop
 from chats.models import Chat, ChatSearchDocument, Turn
-from chats.run.batches import DATABASE_FAILING
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class SearchIndexQueue:
     async def _index(self, chat_ids: list[int]) -> None:
         """Index the chats in one transaction. If the database refuses the batch for what it
         holds, each chat is tried alone, so that one chat it cannot take holds back no other
-        (chats/run/batches.py has the same rule); the chats that fail wait for the next pass."""
+        (chats/loop/batches.py has the same rule); the chats that fail wait for the next pass."""
         try:
             await _index_chats_async(chat_ids)
         except Exception as error:

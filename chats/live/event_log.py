@@ -2,8 +2,8 @@
 
 Every running turn in this process appends here; a single flusher writes all pending events in
 one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, wider when busy:
-`ticks.py`) and only then relays them to each chat's pages (`relay.py`). Relaying after the
-commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
+`chats/loop/ticks.py`) and only then relays them to each chat's pages (`relay.py`). Relaying after
+the commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
 every event either in the log or live (maybe both; seqs dedupe).
 
 A write that fails is retried turn by turn, so one turn's bad event never holds back the
@@ -28,11 +28,11 @@ from django.utils import timezone
 
 from chats.agent.events import AgentEvent
 from chats.live.compact_json import strict_json
-from chats.live.per_loop import PerLoop
 from chats.live.protocol import event_view, publish_to_chats, turn_events
-from chats.live.ticks import Ticks, get_ticks
+from chats.loop.batches import DATABASE_FAILING
+from chats.loop.per_loop import PerLoop
+from chats.loop.ticks import Ticks, get_ticks
 from chats.models import TurnEvent
-from chats.run.batches import DATABASE_FAILING
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class EventLog:
             self._wakeup.clear()
             # Let the batch fill until the relay's next tick: this is the frame-coalescing window.
             # The paced streams read what reached them meanwhile at that same tick
-            # (chats.live.ticks), from buffers, without waiting; one more turn of the loop lets
+            # (chats.loop.ticks), from buffers, without waiting; one more turn of the loop lets
             # them append it first.
             # A stream whose socket was read again late (a busy loop fires the tick with the
             # early timer) has its bytes one turn later, when the loop polls: a second turn.

@@ -36,13 +36,13 @@ from chats.agent.events import (
     ToolErrorEvent,
     event_from_data,
 )
+from chats.agent.options import OptionsError, QuestionOptions, parse_options
 from chats.answer import display
 from chats.answer.charts import chart_for_turn
 from chats.errors import ErrorCode, FrameError
 from chats.live.compact_json import compact_json
 from chats.live.relay import RelayFrame, get_relay
 from chats.models import LEAF
-from chats.run.options import OptionsError, QuestionOptions, parse_options
 
 # --- Groups ----------------------------------------------------------------------------------
 

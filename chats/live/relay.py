@@ -42,7 +42,7 @@ from typing import Protocol
 
 from django.conf import settings
 
-from chats.live.per_loop import PerLoop
+from chats.loop.per_loop import PerLoop
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.library.search import get_search_index_queue
 from chats.live.event_log import EventLog, get_event_log
-from chats.live.per_loop import PerLoop
 from chats.live.protocol import (
     CardKind,
     TurnCardFrame,
@@ -40,8 +39,9 @@ from chats.live.protocol import (
     turn_notice,
     turn_stop,
 )
+from chats.loop.batches import DatabaseBatches
+from chats.loop.per_loop import PerLoop
 from chats.models import Turn
-from chats.run.batches import DatabaseBatches
 from chats.run.storable import storable_event
 from chats.selectors import BranchTurn, branch_turn
 from chats.services import (

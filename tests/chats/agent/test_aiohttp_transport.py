@@ -25,7 +25,7 @@ from chats.agent.aiohttp_transport import (
     new_session,
 )
 from chats.agent.client import close_http_sessions, http_transport, ssl_context
-from chats.live.ticks import Ticks
+from chats.loop.ticks import Ticks
 from chats.run.lifespan import shut_down
 from tests.servers import free_port
 
@@ -464,7 +464,7 @@ async def test_a_turn_sent_on_a_connection_the_agent_is_closing_is_retried_on_a_
     assert notices == ["The connection to the research agent dropped before it answered."]
 
 
-# --- Paced streams are read once per tick (chats.live.ticks) ------------------------------------
+# --- Paced streams are read once per tick (chats.loop.ticks) ------------------------------------
 
 
 def numbered(n: int) -> bytes:
@@ -499,7 +499,7 @@ def sends(*parts: tuple[int, float | None]) -> Handler:
 
 
 class CountedTicks:
-    """The relay's ticks (chats.live.ticks.Ticks), counting the reads that waited for one."""
+    """The relay's ticks (chats.loop.ticks.Ticks), counting the reads that waited for one."""
 
     def __init__(self, interval: float) -> None:
         self.ticks = Ticks(interval)

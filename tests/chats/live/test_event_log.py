@@ -13,7 +13,7 @@ from django.db import DatabaseError, connection
 from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
 from chats.live.event_log import EventLog, PendingEvent, _insert_sqlite, _write_now
 from chats.live.relay import RelayFrame, get_relay
-from chats.live.ticks import Ticks, tick_number
+from chats.loop.ticks import Ticks, tick_number
 from chats.models import Chat, Turn, TurnEvent
 from tests.chats.refusals import refusing
 
@@ -197,7 +197,7 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
 
 
 async def test_the_flusher_writes_at_the_relays_next_tick(user):
-    """The coalescing window ends at a tick of the relay's clock (chats.live.ticks), not a whole
+    """The coalescing window ends at a tick of the relay's clock (chats.loop.ticks), not a whole
     interval after the window's first event."""
     turn = await make_turn(user)
     page = await listen(turn.chat_id)

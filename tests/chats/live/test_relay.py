@@ -24,7 +24,7 @@ from websockets.uri import parse_uri
 from chats.agent.events import AnswerEvent
 from chats.live.event_log import EventLog
 from chats.live.relay import RedisRelay, RelayFrame, get_relay
-from chats.live.ticks import Ticks
+from chats.loop.ticks import Ticks
 from chats.models import Chat, Turn, TurnEvent
 from demo_agent.scripted import ReceivedRequest, Reply, Sleep
 from tests.chats.conftest import events_of

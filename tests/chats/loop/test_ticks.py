@@ -12,8 +12,8 @@ from typing import TypeVar
 import pytest
 import uvloop
 
-from chats.live import ticks as ticks_module
-from chats.live.ticks import QUIET_STREAMS, READ_LEAD, Ticks, get_ticks, tick_number
+from chats.loop import ticks as ticks_module
+from chats.loop.ticks import QUIET_STREAMS, READ_LEAD, Ticks, get_ticks, tick_number
 
 T = TypeVar("T")
 

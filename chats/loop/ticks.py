@@ -28,7 +28,7 @@ import logging
 import math
 from collections.abc import Callable
 
-from chats.live.per_loop import PerLoop
+from chats.loop.per_loop import PerLoop
 
 logger = logging.getLogger(__name__)
 
