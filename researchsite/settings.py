@@ -106,7 +106,7 @@ tune_sqlite(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channel layer --------------------------------------------------------------------------
-# Chat frames (every agent event) travel through chats/live/relay.py: in memory within a process,
+# Chat frames (every agent event) travel through chats/live/relay/: in memory within a process,
 # and with REDIS_URL over Redis pub/sub to the other processes that show the chat. The channel layer
 # carries only stop requests and logouts.
 REDIS_URL = env.str("REDIS_URL", default="")

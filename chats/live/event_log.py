@@ -2,7 +2,7 @@
 
 Every running turn in this process appends here; a single flusher writes all pending events in
 one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, wider when busy:
-`chats/loop/ticks.py`) and only then relays them to each chat's pages (`relay.py`). Relaying after
+`chats/loop/ticks.py`) and only then relays them to each chat's pages (`relay/`). Relaying after
 the commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
 every event either in the log or live (maybe both; seqs dedupe).
 

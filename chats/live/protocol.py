@@ -8,9 +8,10 @@ Between server processes: `turn.stop` on a turn's control group, `session.end` o
 group, over the channel layer (`publish`).
 
 Frames for a chat's pages go through `publish_to_chats` (Zulip's `send_event`): each is encoded
-to JSON text here, once, and the relay (`relay.py`) carries the text to every page open on the
-chat, which forwards it unchanged. No other module knows how a frame is spelled or how it
-travels.
+to JSON text here, once, and the relay (`chats/live/relay/`) carries the text to every page open
+on the chat, which forwards it unchanged. No other module knows how a frame is spelled or how it
+travels. Only code that has committed what its frames say calls it (the rule is in
+`chats/live/__init__.py`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from chats.agent.options import OptionsError, QuestionOptions, parse_options
 from chats.answer import display
 from chats.answer.charts import chart_for_turn
 from chats.errors import ErrorCode, FrameError
+from chats.live import relay
 from chats.live.compact_json import compact_json
-from chats.live.relay import RelayFrame, get_relay
+from chats.live.relay import RelayFrame
 from chats.models import LEAF
 
 # --- Groups ----------------------------------------------------------------------------------
@@ -64,7 +66,7 @@ async def publish(group: str, message: dict[str, Any]) -> None:
 
 async def publish_to_chats(frames: list[tuple[int, ChatFrame]]) -> None:
     """Send each (chat id, frame) to every page open on that chat, in any process, in order."""
-    await get_relay().publish([(chat_id, encode(frame)) for chat_id, frame in frames])
+    await relay.publish([(chat_id, encode(frame)) for chat_id, frame in frames])
 
 
 async def publish_to_chat(chat_id: int, frame: ChatFrame) -> None:

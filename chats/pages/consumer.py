@@ -1,8 +1,8 @@
 """The chat page's websocket: ask, stop, and follow a chat's turns live or from a cursor.
 
-The consumer stays thin: frames are decoded and built by `protocol.py`, limits live in
-`sockets.py` and `services.turn_start`, and the chat's frames come from `relay.py`, already
-encoded, and are forwarded as they are.
+The consumer stays thin: frames are decoded and built by `chats/live/protocol.py`, limits live in
+`socket_limits.py` and `services.turn_start_many`, and the chat's frames come from
+`chats/live/relay/`, already encoded, and are forwarded as they are.
 
 Everything the page is sent about its turns goes through one queue, the outbox, written by one
 task, in order: live frames, replies to `sync`, and catch-ups from the event log. Per connection
