@@ -141,7 +141,7 @@ def main() -> None:
     import uvloop
 
     django.setup()
-    from chats.agent.client import close_http_sessions
+    from chats.agent import close_http_sessions
 
     print(f"## Reading {args.streams} paced streams, by read path (`bench/read_paths.py`)\n")
     print(machine())

@@ -188,8 +188,9 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
     import httpx
     from httpx_sse import aconnect_sse
 
+    from chats.agent import http_transport, stream_timeout
     from chats.agent.aiohttp_transport import aiter_text
-    from chats.agent.client import AgentRequest, http_transport, stream_timeout
+    from chats.agent.client import AgentRequest
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
     headers = {"Content-Type": "application/json"}
@@ -241,7 +242,7 @@ async def read_unpaced(url: str) -> float:
 
 def stage_read(runner: asyncio.Runner, rounds: int) -> dict[str, float]:
     """Turns after the first reuse the pool's connections (`http_transport`), as in the site."""
-    from chats.agent.client import close_http_sessions
+    from chats.agent import close_http_sessions
 
     with Upstream() as upstream:
         runner.run(read_unpaced(upstream.url))  # warm-up: imports, first connection

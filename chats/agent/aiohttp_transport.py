@@ -16,7 +16,7 @@ was down. Here every aiohttp failure becomes the httpx error httpx's own transpo
 it, so `providers.attempts.transport_failure` words it the same whichever transport ran.
 
 The transports of one event loop share one aiohttp session (`new_session`, made and closed by
-`chats.agent.client`): turns one after another reuse a connection rather than each opening one.
+`chats.agent._http`): turns one after another reuse a connection rather than each opening one.
 """
 
 from __future__ import annotations

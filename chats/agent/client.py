@@ -11,18 +11,25 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from httpx_sse import aconnect_sse
 
-from chats.agent.aiohttp_transport import AiohttpTransport, aiter_text, new_session
+from chats.agent._http import (
+    AgentError,
+    Upstream,
+    error_detail,
+    host_of,
+    http_transport,
+    redact,
+    refused,
+    stream_timeout,
+)
+from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.events import AgentEvent
 from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
@@ -35,10 +42,12 @@ from chats.agent.providers.attempts import (
 )
 from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
-from chats.loop.per_loop import PerLoop
-from chats.loop.ticks import get_ticks
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["AgentError", "AgentRequest", "AgentSettings", "AgentStream", "redact"]
+
+RESEARCH_AGENT = Upstream("the research agent", brand="Bigdata", variable="BIGDATA_API_KEY")
 
 
 @dataclass(frozen=True)
@@ -83,45 +92,6 @@ class AgentSettings:
     max_retries: int = 3
     backoff_base: float = 0.5
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
-
-
-@functools.cache
-def ssl_context():
-    """One TLS context for all runs: building one loads the CA bundle (~17 ms of blocked loop)."""
-    return httpx.create_ssl_context()
-
-
-# This event loop's connections to the agents, shared by every turn it runs.
-_sessions = PerLoop(lambda: new_session(ssl_context()))
-
-
-def http_transport() -> httpx.AsyncBaseTransport:
-    """The transport of every streamed call (see aiohttp_transport for why not httpx's own),
-    over this event loop's pool of connections, reading paced streams at the relay's ticks."""
-    return AiohttpTransport(_sessions(), tick=get_ticks().wait)
-
-
-async def close_http_sessions() -> None:
-    """Close this event loop's connections to the agents. The server's shutdown does; any other
-    loop that ran turns must too, or aiohttp logs the pool as unclosed when it is collected."""
-    session = _sessions.pop()
-    if session is not None:
-        await session.close()
-
-
-def stream_timeout(*, connect: float, idle: float) -> httpx.Timeout:
-    """The timeouts of a streamed answer: `idle` is the longest wait between two chunks."""
-    return httpx.Timeout(connect=connect, read=idle, write=10.0, pool=10.0)
-
-
-class AgentError(Exception):
-    """A failure the user is told about; `user_message` never contains the API key."""
-
-    def __init__(self, user_message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(user_message)
-        self.user_message = user_message
-        self.kind = kind
-        self.status = status
 
 
 class AgentStream:
@@ -193,17 +163,14 @@ class AgentStream:
                     yield event
         except TRANSPORT_ERRORS as error:
             raise transport_failure(
-                error, started, "the research agent", self._host(), self.settings
+                error, started, "the research agent", host_of(self.settings.url), self.settings
             ) from error
-
-    def _host(self) -> str:
-        return urlsplit(self.settings.url).netloc or self.settings.url
 
 
 def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -> AgentError:
     """Build the user-facing error for a refused request from the body's `detail`."""
     status = response.status_code
-    detail = redact(_detail(response), api_key)
+    detail = redact(error_detail(response), api_key)
     continuing = bool(request.chat_id or request.from_checkpoint_id)
     lowered = detail.lower()
     if continuing and ((status == 404) or (status in {400, 409} and "persistence_mode" in lowered)):
@@ -217,17 +184,7 @@ def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -
         message = f"Your API key is not entitled to {option}."
         error = AgentError(message, kind="http", status=status)
     else:
-        message = {
-            400: "The research agent rejected the request",
-            401: "The research agent did not accept the API key (check BIGDATA_API_KEY)",
-            403: "The API key is not entitled to this request",
-            404: "The research agent could not find what was asked for",
-            422: "The research agent found the request invalid",
-            429: "The research agent is rate limiting requests; retried and gave up",
-        }.get(status, f"The research agent failed (HTTP {status})")
-        if detail and status != 401:
-            message = f"{message}: {detail}"
-        error = AgentError(message + ".", kind="http", status=status)
+        error = refused(RESEARCH_AGENT, status, detail)
     return error
 
 
@@ -238,43 +195,3 @@ def _not_entitled_option(request: AgentRequest, detail: str) -> str:
     if named:
         return named[0]
     return used[0][0] if len(used) == 1 else ""
-
-
-def _detail(response: httpx.Response) -> str:
-    """Return `detail` as one readable line (400/422 may send a list of {loc, msg})."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        return response.text.strip()[:2000]
-    detail = body.get("detail") if isinstance(body, dict) else body
-    if isinstance(detail, list):
-        parts = []
-        for item in detail:
-            if isinstance(item, dict):
-                location = ".".join(str(p) for p in item.get("loc", []) if p != "body")
-                parts.append(
-                    f"{location}: {item.get('msg', '')}" if location else str(item.get("msg"))
-                )
-            else:
-                parts.append(str(item))
-        return "; ".join(parts)
-    return str(detail) if detail is not None else ""
-
-
-_SECRET_LIKE = re.compile(
-    r"(?i)(x-api-key|api[_-]?key|authorization|bearer|token|secret)([\"'\s:=]+)([^\s\"',;]+)"
-)
-DETAIL_MAX_CHARS = 300
-
-
-def redact(text: str, *secrets: str) -> str:
-    """Return upstream error text safe to show: our secrets and key-like values masked, bounded.
-
-    An upstream may echo the request (headers included) in its error body.
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    text = _SECRET_LIKE.sub(lambda m: f"{m[1]}{m[2]}[redacted]", text)
-    text = " ".join(text.split())
-    return text if len(text) <= DETAIL_MAX_CHARS else text[: DETAIL_MAX_CHARS - 1] + "…"

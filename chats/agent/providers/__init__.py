@@ -52,7 +52,7 @@ class ProviderConfig:
 class ProviderStream(Protocol):
     """One run against a provider: its events, and how many lines had to be skipped.
 
-    Failures raise `chats.agent.client.AgentError` with the same kinds the Bigdata client uses
+    Failures raise `chats.agent.AgentError` with the same kinds the Bigdata client uses
     (http, unreachable, stalled, dropped, agent), so every provider's turn ends the same way.
     """
 

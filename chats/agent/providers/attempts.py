@@ -4,9 +4,6 @@ HTTP errors only happen before the first event, so that is the only time a call 
 (429, 5xx, connection failures), honouring Retry-After and otherwise backing off exponentially,
 and the page is told through `on_retry`. Once events have flowed a failure ends the run:
 replaying the request would bill and answer twice.
-
-It imports nothing of `chats.agent.client` at run time, so that the Bigdata client there can
-use it too without an import cycle.
 """
 
 from __future__ import annotations
@@ -17,14 +14,12 @@ import email.utils
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import httpx
 
+from chats.agent._http import AgentError
 from chats.agent.events import AgentEvent
-
-if TYPE_CHECKING:
-    from chats.agent.client import AgentError
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +118,6 @@ def transport_failure(
     `agent` names it mid-sentence ("the research agent", "Gemini"). Connecting failures and a
     connection dropped before the first event may be retried; a silence never is.
     """
-    from chats.agent.client import AgentError  # run time only: client imports this module
-
     named = agent[:1].upper() + agent[1:]
     if isinstance(error, httpx.ConnectError):
         logger.warning("%s connect failed: %s", named, type(error).__name__)

@@ -17,11 +17,10 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from chats.agent.client import AgentError, http_transport, redact, stream_timeout
+from chats.agent._http import Upstream, host_of, http_transport, redact, refused, stream_timeout
 from chats.agent.events import (
     ActionEvent,
     AgentEvent,
@@ -51,6 +50,13 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_MODEL = "gemini-2.5-flash"
 API_VERSION = "v1beta"  # where Google documents Search grounding (the SDK defaults to v1)
 WEB_SEARCH = "web_search"
+GEMINI = Upstream(
+    "Gemini",
+    brand="Gemini",
+    variable="GEMINI_API_KEY",
+    bad_key_statuses=frozenset({401, 403}),
+    not_found="the model (check GEMINI_MODEL)",
+)
 
 # finishReason values that end the answer normally; any other is a stop we tell the user about.
 FINISHED = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
@@ -428,9 +434,8 @@ class GeminiClient:
             except errors.APIError as error:
                 raise self._api_error(error, started) from None
             except TRANSPORT_ERRORS as error:
-                raise transport_failure(
-                    error, started, "Gemini", self._host(), self.config
-                ) from None
+                host = host_of(self.config.base_url or DEFAULT_BASE_URL)
+                raise transport_failure(error, started, "Gemini", host, self.config) from None
             for event in adapter.close():
                 yield event
 
@@ -439,29 +444,13 @@ class GeminiClient:
         status = int(error.code or 0)
         detail = redact(str(error.message or error.status or ""), self.config.api_key)
         body = redact(json.dumps(error.details, default=str), self.config.api_key)
-        bad_key = status in {401, 403} or (
-            status == 400 and ("API_KEY_INVALID" in body or "API key not valid" in body)
-        )
-        if bad_key:
-            message = "Gemini did not accept the API key (check GEMINI_API_KEY)."
-        elif status == 404:
-            message = f"Gemini could not find the model (check GEMINI_MODEL): {detail}."
-        elif status == 429:
-            message = f"Gemini is rate limiting requests; retried and gave up: {detail}."
-        elif status == 400:
-            message = f"Gemini rejected the request: {detail}."
-        else:
-            message = f"Gemini failed (HTTP {status}): {detail}."
-        agent_error = AgentError(message.replace(": .", "."), kind="http", status=status)
+        bad_key = status == 400 and ("API_KEY_INVALID" in body or "API key not valid" in body)
+        agent_error = refused(GEMINI, status, detail, bad_key=bad_key)
         if started or status not in RETRYABLE_STATUS:
             return agent_error
         response = getattr(error, "response", None)
         headers = getattr(response, "headers", None)
         return RetryableFailure(agent_error, retry_after_seconds(headers))
-
-    def _host(self) -> str:
-        base = self.config.base_url or DEFAULT_BASE_URL
-        return urlsplit(base).netloc or base
 
 
 @functools.cache

@@ -9,17 +9,23 @@ text.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
+from chats.agent._http import (
+    Upstream,
+    error_detail,
+    host_of,
+    http_transport,
+    redact,
+    refused,
+    stream_timeout,
+)
 from chats.agent.aiohttp_transport import aiter_text
-from chats.agent.client import AgentError, http_transport, redact, stream_timeout
 from chats.agent.events import (
     AgentEvent,
     AnswerEvent,
@@ -43,6 +49,14 @@ from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
 logger = logging.getLogger(__name__)
+
+LLM_SDK = Upstream(
+    "the llm-sdk agent",
+    brand="llm-sdk agent",
+    variable="LLMSDK_AGENT_TOKEN",
+    credential="token",
+    bad_key_statuses=frozenset({401, 403}),
+)
 
 
 @dataclass
@@ -278,42 +292,12 @@ class LlmSdkClient:
                         yield event
             except TRANSPORT_ERRORS as error:
                 raise transport_failure(
-                    error, started, "the llm-sdk agent", self._host(), self.config
+                    error, started, "the llm-sdk agent", host_of(self.config.base_url), self.config
                 ) from None
 
     def _http_error(self, response: httpx.Response) -> Exception:
-        status = response.status_code
-        detail = redact(_detail(response), self.config.api_key)
-        if status in {401, 403}:
-            message = "The llm-sdk agent did not accept the token (check LLMSDK_AGENT_TOKEN)."
-        elif status == 429:
-            message = "The llm-sdk agent is rate limiting requests; retried and gave up"
-        elif status == 400 or status == 422:
-            message = "The llm-sdk agent rejected the request"
-        else:
-            message = f"The llm-sdk agent failed (HTTP {status})"
-        if status not in {401, 403}:
-            message = f"{message}: {detail}." if detail else f"{message}."
-        error = AgentError(message, kind="http", status=status)
-        if status in RETRYABLE_STATUS:
+        detail = redact(error_detail(response), self.config.api_key)
+        error = refused(LLM_SDK, response.status_code, detail)
+        if response.status_code in RETRYABLE_STATUS:
             return RetryableFailure(error, retry_after_seconds(response.headers))
         return error
-
-    def _host(self) -> str:
-        return urlsplit(self.config.base_url).netloc or self.config.base_url
-
-
-def _detail(response: httpx.Response) -> str:
-    """The error body's message: `{"error": {"message"}}`, `{"error": "..."}`, `detail`, text."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        return response.text.strip()[:2000]
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            return str(error.get("message") or "")
-        for value in (error, body.get("detail"), body.get("message")):
-            if isinstance(value, str):
-                return value
-    return ""

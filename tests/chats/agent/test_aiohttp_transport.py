@@ -16,7 +16,7 @@ import pytest
 import trustme
 import uvloop
 
-from chats.agent import aiohttp_transport
+from chats.agent import aiohttp_transport, close_http_sessions, http_transport, ssl_context
 from chats.agent.aiohttp_transport import (
     AiohttpTransport,
     _ConnectionProtocol,
@@ -24,7 +24,6 @@ from chats.agent.aiohttp_transport import (
     environment_proxies,
     new_session,
 )
-from chats.agent.client import close_http_sessions, http_transport, ssl_context
 from chats.loop.ticks import Ticks
 from chats.run.lifespan import shut_down
 from tests.servers import free_port
