@@ -28,8 +28,8 @@ the median of 5 parts of one run: see `database_stages`).
    `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
 3. store-prep: the run's per-event work before the log: `storable_event`,
    `TurnRun._within_answer_limit`, `Transcript.apply` and `EventLog.append` (its PendingEvent).
-4. write: `chats.live.event_log._write_now(batch)`, one batch of 300 events (1.5 per turn) per tick,
-   on a fresh migrated SQLite database, and on a fresh PostgreSQL database
+4. write: `chats.live.event_log.write_batch(batch)`, one batch of 300 events (1.5 per turn) per
+   tick, on a fresh migrated SQLite database, and on a fresh PostgreSQL database
    (`bench_stages_<pid>`, dropped at the end) when one answers on 127.0.0.1:5432 (user
    postgres): Django is configured once per process, so the database stages run again in a
    subprocess of this script (`--db-only`) with that DATABASE_URL.
@@ -469,7 +469,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
 
     from chats.agent.transcript import Transcript
     from chats.library.search import _index_chats
-    from chats.live.event_log import _write_now
+    from chats.live.event_log import write_batch
     from chats.models import Chat, ChatSearchDocument
     from chats.run.runner import Finish, _store_finishes, turn_card_frame
     from chats.services import TurnAsk, TurnEnd, turn_start_many
@@ -511,7 +511,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
 
     def stream(ticks: list[list[Any]]) -> None:
         for batch in ticks:
-            _write_now(batch)
+            write_batch(batch)
 
     # Warm-up: templates, queries and statements seen once.
     (warm,) = start(chats[:1])
@@ -599,7 +599,7 @@ COVERS = {
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
-    "write": "_write_now: COPY (PostgreSQL) or multi-row INSERTs (SQLite) + commit per tick",
+    "write": "write_batch: COPY (PostgreSQL) or multi-row INSERTs (SQLite) + commit per tick",
     "view+encode": "_publish: group by turn, event_view, turn_events, encode (compact_json)",
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",

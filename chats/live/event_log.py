@@ -229,7 +229,7 @@ class EventLog:
         await _close_writer_connection()
 
 
-def _write_now(batch: list[PendingEvent]) -> None:
+def write_batch(batch: list[PendingEvent]) -> None:
     """Insert the batch in one transaction: COPY on PostgreSQL, a few statements on SQLite.
 
     Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
@@ -253,7 +253,7 @@ def _write_now(batch: list[PendingEvent]) -> None:
                 for row in rows:
                     copy.write_row((*row, now))
         else:
-            _insert_sqlite(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
+            insert_sqlite_rows(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
 
 
 # SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,
@@ -268,7 +268,7 @@ def _write_now(batch: list[PendingEvent]) -> None:
 SQLITE_ROWS = 1024
 
 
-def _insert_sqlite(
+def insert_sqlite_rows(
     raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
 ) -> None:
     # A build of SQLite may allow fewer variables than 1 + 4 * SQLITE_ROWS (999 before 3.32).
@@ -300,7 +300,7 @@ _COLUMNS = "(turn_id, seq, type, data, received_at)"
 # other in SQLite's busy handler, a few milliseconds, rather than in one queue behind a burst:
 # at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "The event log's writes").
 _writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-writer")
-_write = database_sync_to_async(_write_now, thread_sensitive=False, executor=_writer_thread)
+_write = database_sync_to_async(write_batch, thread_sensitive=False, executor=_writer_thread)
 _close_writer_connection = database_sync_to_async(
     connections.close_all, thread_sensitive=False, executor=_writer_thread
 )

@@ -75,14 +75,6 @@ class TurnLimitReached(Exception):
         self.user_message = user_message
 
 
-def _duration_text(seconds: float) -> str:
-    """Return "30 minutes", "1 minute", "90 seconds", "1 second"."""
-    value, unit = (
-        (seconds / 60, "minute") if seconds >= 60 and seconds % 60 == 0 else (seconds, "second")
-    )
-    return f"{value:g} {unit}{'' if value == 1 else 's'}"
-
-
 class TurnRun:
     def __init__(self, turn: Turn, request: AgentRequest | ProviderRequest) -> None:
         self.turn_id = turn.pk
@@ -193,8 +185,9 @@ class TurnRun:
                             )
         except TimeoutError as error:
             if loop.time() >= ends_at - slack:
+                took = display.duration_text(max_seconds)
                 raise TurnLimitReached(
-                    f"The answer took longer than {_duration_text(max_seconds)} and was stopped."
+                    f"The answer took longer than {took} and was stopped."
                 ) from error
             raise AgentError(
                 f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",

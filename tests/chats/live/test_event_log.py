@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 from django.db import DatabaseError, connection
 
 from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
-from chats.live.event_log import EventLog, PendingEvent, _insert_sqlite, _write_now
+from chats.live.event_log import EventLog, PendingEvent, insert_sqlite_rows, write_batch
 from chats.live.relay import RelayFrame, get_relay
 from chats.loop.ticks import Ticks, tick_number
 from chats.models import Chat, Turn, TurnEvent
@@ -135,7 +135,7 @@ async def test_a_refused_event_raises_djangos_error_class(user):
     turn = await make_turn(user)
     bad = PendingEvent(turn.chat_id, turn.pk, 1, POISONS["nan"], POISONS["nan"].data)
     with pytest.raises(DatabaseError) as refused:
-        await database_sync_to_async(_write_now)([bad])
+        await database_sync_to_async(write_batch)([bad])
     assert type(refused.value).__module__ == "django.db.utils"
 
 
@@ -144,7 +144,7 @@ def test_sqlite_batches_stay_within_a_build_that_allows_fewer_variables():
     raw.execute("CREATE TABLE events (turn_id, seq, type, data, received_at)")
     raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # SQLite's default before 3.32
     rows = [(1, seq, "ANSWER", f'{{"n": {seq}}}') for seq in range(1, 2501)]
-    _insert_sqlite(raw, "events", rows, "2026-01-01 00:00:00")
+    insert_sqlite_rows(raw, "events", rows, "2026-01-01 00:00:00")
     stored_rows = raw.execute("SELECT turn_id, seq, type, data FROM events ORDER BY seq").fetchall()
     assert stored_rows == rows
 
