@@ -64,7 +64,7 @@ class Publisher:
         self.listeners = redis.register_script(LISTENERS)
         self.publish_all = redis.register_script(PUBLISH_ALL)
         self._waiting: list[tuple[int, RelayFrame]] = []  # for Redis, in publishing order
-        self._unsent: set[int] = set()  # chats whose frames other processes may have missed
+        self.unsent: set[int] = set()  # chats whose frames other processes may have missed
         self._frames_waiting = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._closing = False
@@ -72,9 +72,9 @@ class Publisher:
     def send(self, frames: list[tuple[int, RelayFrame]]) -> None:
         """Queue the frames for the other processes; returns at once."""
         if len(self._waiting) + len(frames) > MAX_WAITING_FRAMES:  # Redis is not keeping up
-            if not self._unsent:
+            if not self.unsent:
                 logger.warning("Redis is not taking frames; other processes' pages will catch up")
-            self._unsent.update(chat_id for chat_id, _ in (*self._waiting, *frames))
+            self.unsent.update(chat_id for chat_id, _ in (*self._waiting, *frames))
             self._waiting = []
         else:
             self._waiting.extend(frames)
@@ -88,25 +88,25 @@ class Publisher:
         while not (self._closing and not self._waiting):
             await self._frames_waiting.wait()
             self._frames_waiting.clear()
-            while self._waiting or self._unsent:
+            while self._waiting or self.unsent:
                 frames, self._waiting = self._waiting, []
-                unsent = set(self._unsent)
+                unsent = set(self.unsent)
                 try:
                     async with asyncio.timeout(timing.PUBLISH_TIMEOUT):
                         await self._send(frames, unsent)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    if not self._unsent:
+                    if not self.unsent:
                         logger.warning("Redis did not take frames; retrying", exc_info=True)
-                    self._unsent.update(unsent, (chat_id for chat_id, _ in frames))
+                    self.unsent.update(unsent, (chat_id for chat_id, _ in frames))
                     if self._closing:
                         return
                     await asyncio.sleep(timing.RECONNECT_DELAY)
                     continue
                 if unsent:
                     logger.info("Redis takes frames again: %d chats told to catch up", len(unsent))
-                self._unsent -= unsent
+                self.unsent -= unsent
 
     async def _send(self, frames: list[tuple[int, RelayFrame]], unsent: set[int]) -> None:
         """Ask which other processes listen to the tick's chats, then send them their frames."""

@@ -29,6 +29,7 @@ from chats.models import Chat, Turn, TurnEvent
 from demo_agent.scripted import ReceivedRequest, Reply, Sleep
 from tests.chats.conftest import events_of
 from tests.servers import serve_asgi
+from tests.waiting import wait_until, wait_until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,7 +102,8 @@ async def test_every_page_gets_every_event_once_in_order_under_concurrency(
         askers = [await connect(user, chat) for user, chat in owned]
         for client, (_, chat) in zip(askers, owned, strict=True):
             await client.send({"type": "ask", "message": f"q{chat.pk}"})
-        await asyncio.sleep(0.2)  # mid-stream: these pages read the log, then follow live
+        # Mid-stream: the pages that join now read the log, then follow live.
+        await asyncio.gather(*(client.receive_until("turn.events") for client in askers))
         joiners = await asyncio.gather(*(connect(user, chat) for user, chat in owned))
         for client in joiners:
             await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
@@ -119,7 +121,12 @@ async def test_every_page_gets_every_event_once_in_order_under_concurrency(
             assert client.frames[0]["type"] == "turn.started"  # from its sync
         assert mid_stream >= chats // 2  # most joined mid-stream: the log, then live
         if elsewhere is not None:
-            await asyncio.sleep(0.5)
+            pages = remote_pages.values()
+            await wait_until(
+                lambda: all(
+                    p.frames[-1:] and p.frames[-1]["type"] == "turn.finished" for p in pages
+                )
+            )
             for chat_id, page in remote_pages.items():
                 assert page.missed_count == 0
                 assert_whole(page.frames, turns[chat_id], f"q{chat_id}", events)
@@ -191,18 +198,15 @@ async def test_a_broken_subscription_is_reported_and_frames_flow_again(user, cha
             return RelayFrame("turn.events", 1, text, seq, seq)
 
         await here.publish([(chat.pk, frame(1))])
-        await asyncio.sleep(0.2)
+        await wait_until(lambda: len(page.frames) == 1)
         # That process's subscription only: the Redis server may serve others.
         host, port = elsewhere.inbox.pubsub.connection._writer.get_extra_info("sockname")[:2]
         killed = await here.redis.client_kill_filter(_type="pubsub", addr=f"{host}:{port}")
         assert killed == 1
-        for _ in range(100):  # reconnecting takes RECONNECT_DELAY and a round trip
-            if page.missed_count:
-                break
-            await asyncio.sleep(0.05)
+        await wait_until(lambda: page.missed_count)  # after RECONNECT_DELAY and a round trip
         assert page.missed_count == 1
         await here.publish([(chat.pk, frame(2)), (chat.pk, frame(3))])
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: page.frames[-1]["events"][0]["seq"] == 3)
         seqs = [f["events"][0]["seq"] for f in page.frames]
         assert seqs[0] == 1 and seqs[-2:] == [2, 3] and seqs == sorted(set(seqs))
     finally:
@@ -445,12 +449,15 @@ async def test_closing_the_relay_releases_a_join_that_waits(chat, monkeypatch):
     elsewhere = RedisRelay(settings.REDIS_URL, settings.RELAY_PREFIX)
     page = Page()
 
+    listing = asyncio.Event()
+
     async def hangs(to_list, to_unlist):
+        listing.set()
         await asyncio.sleep(3600)
 
     elsewhere.listing.list_in_redis = hangs
     joining = asyncio.create_task(elsewhere.join(chat.pk, page))
-    await asyncio.sleep(0.2)
+    await listing.wait()  # the join waits for a pass that hangs
     started = time.monotonic()
     closing = asyncio.create_task(elsewhere.close())
     await asyncio.wait_for(joining, 0.3)
@@ -531,13 +538,6 @@ class StallingProxy:
             self.server.close()
 
 
-async def wait_until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 @on_redis
 async def test_frames_redis_did_not_take_are_caught_up_once_it_answers(chat, monkeypatch):
     """While Redis hangs for this process, its publishes return at once and its own pages get
@@ -562,10 +562,10 @@ async def test_frames_redis_did_not_take_are_caught_up_once_it_answers(chat, mon
         await wait_until(lambda: len(remote.frames) == 1)
 
         proxy.flowing.clear()
-        started = time.monotonic()
-        await here.publish([(chat.pk, frame(2))])
-        assert time.monotonic() - started < 0.1
-        await asyncio.sleep(1.0)  # past PUBLISH_TIMEOUT, and a retry
+        publishing = here.publish([(chat.pk, frame(2))])
+        with pytest.raises(StopIteration):  # a publish never waits for Redis
+            publishing.send(None)
+        await wait_until(lambda: chat.pk in here.publisher.unsent)  # PUBLISH_TIMEOUT passed
         assert remote.missed_count == 0 and len(remote.frames) == 1
 
         proxy.flowing.set()
@@ -687,7 +687,8 @@ def test_a_page_that_reads_slowly_is_caught_up_from_the_log(upstream, django_use
         with serve_asgi(application, lifespan="on") as url:
             page = SlowPage(url, f"/ws/chats/{chat.pk}/", cookie)
             page.send({"type": "ask", "message": "slow"})
-            time.sleep(3)  # not reading
+            # Not reading, until the server has dropped the page's queued frames.
+            wait_until_sync(lambda: any("behind" in m for m in warnings.messages), timeout=60)
             frames = page.frames_until_finished()
     finally:
         logging.getLogger("chats.pages.consumer").removeHandler(warnings)
