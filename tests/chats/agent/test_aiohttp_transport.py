@@ -27,6 +27,7 @@ from chats.agent.aiohttp_transport import (
 from chats.loop.ticks import Ticks
 from chats.run.lifespan import shut_down
 from tests.servers import free_port
+from tests.waiting import wait_until
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 HEADERS = (
@@ -383,10 +384,7 @@ async def test_a_body_left_unread_closes_its_connection():
                 break  # the turn is stopped here
         released.set()
         assert b"".join(await read_body(url, http_transport(), as_read)) == EVENT
-        for _ in range(100):
-            if server.closed_by_client:
-                break
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: server.closed_by_client)
         assert server.connections == 2
         assert server.closed_by_client == [1]  # the second stays in the pool
 
@@ -420,10 +418,7 @@ async def test_the_servers_shutdown_closes_the_pool():
     async with server.running() as url:
         await read_body(url, http_transport(), as_read)
         await shut_down()
-        for _ in range(100):
-            if server.closed_by_client:
-                break
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: server.closed_by_client)
         assert server.closed_by_client == [1]
 
 
