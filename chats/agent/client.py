@@ -17,7 +17,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import httpx
-from httpx_sse import aconnect_sse
 
 from chats.agent._http import (
     AgentError,
@@ -29,19 +28,10 @@ from chats.agent._http import (
     refused,
     stream_timeout,
 )
-from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.events import AgentEvent
-from chats.agent.providers.attempts import (
-    RETRYABLE_STATUS,
-    TRANSPORT_ERRORS,
-    RetryableFailure,
-    RetryNotice,
-    retry_after_seconds,
-    transport_failure,
-    with_retries,
-)
+from chats.agent.providers.attempts import RetryNotice, refusal, response_events, with_retries
 from chats.agent.providers.bigdata import BigdataAdapter
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader
 
 logger = logging.getLogger(__name__)
 
@@ -142,29 +132,28 @@ class AgentStream:
                 async for event in attempts:
                     yield event
 
-    async def _attempt(
+    def _attempt(
         self, client: httpx.AsyncClient, headers: dict[str, str]
     ) -> AsyncIterator[AgentEvent]:
         """One POST; the retry policy is `with_retries`, shared by every provider's client."""
-        started = False
-        try:
-            async with aconnect_sse(
-                client, "POST", self.settings.url, json=self.request.payload(), headers=headers
-            ) as source:
-                response = source.response
-                if response.status_code >= 400:
-                    await response.aread()
-                    error = _http_error(response, self.request, self.settings.api_key)
-                    if error.status in RETRYABLE_STATUS:
-                        raise RetryableFailure(error, retry_after_seconds(response.headers))
-                    raise error
-                async for event in aiter_events(aiter_text(response), self.reader):
-                    started = True
-                    yield event
-        except TRANSPORT_ERRORS as error:
-            raise transport_failure(
-                error, started, "the research agent", host_of(self.settings.url), self.settings
-            ) from error
+        opening = client.stream(
+            "POST",
+            self.settings.url,
+            json=self.request.payload(),
+            headers={**headers, "Accept": "text/event-stream", "Cache-Control": "no-store"},
+        )
+        return response_events(
+            opening,
+            self.reader,
+            refuse=self._refusal,
+            agent="the research agent",
+            host=host_of(self.settings.url),
+            timeouts=self.settings,
+        )
+
+    def _refusal(self, response: httpx.Response) -> Exception:
+        error = _http_error(response, self.request, self.settings.api_key)
+        return refusal(error, response.headers)
 
 
 def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -> AgentError:

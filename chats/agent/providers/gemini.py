@@ -32,11 +32,9 @@ from chats.agent.events import (
 )
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
-    RETRYABLE_STATUS,
     TRANSPORT_ERRORS,
-    RetryableFailure,
     RetryNotice,
-    retry_after_seconds,
+    refusal,
     transport_failure,
     with_retries,
 )
@@ -445,12 +443,8 @@ class GeminiClient:
         detail = redact(str(error.message or error.status or ""), self.config.api_key)
         body = redact(json.dumps(error.details, default=str), self.config.api_key)
         bad_key = status == 400 and ("API_KEY_INVALID" in body or "API key not valid" in body)
-        agent_error = refused(GEMINI, status, detail, bad_key=bad_key)
-        if started or status not in RETRYABLE_STATUS:
-            return agent_error
-        response = getattr(error, "response", None)
-        headers = getattr(response, "headers", None)
-        return RetryableFailure(agent_error, retry_after_seconds(headers))
+        headers = getattr(getattr(error, "response", None), "headers", None)
+        return refusal(refused(GEMINI, status, detail, bad_key=bad_key), headers, started=started)
 
 
 @functools.cache

@@ -25,7 +25,6 @@ from chats.agent._http import (
     refused,
     stream_timeout,
 )
-from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.events import (
     AgentEvent,
     AnswerEvent,
@@ -35,16 +34,8 @@ from chats.agent.events import (
     ThinkingEvent,
 )
 from chats.agent.providers import ProviderConfig, ProviderRequest
-from chats.agent.providers.attempts import (
-    RETRYABLE_STATUS,
-    TRANSPORT_ERRORS,
-    RetryableFailure,
-    RetryNotice,
-    retry_after_seconds,
-    transport_failure,
-    with_retries,
-)
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
+from chats.agent.providers.attempts import RetryNotice, refusal, response_events, with_retries
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
@@ -273,31 +264,26 @@ class LlmSdkClient:
         }
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        started = False
         async with httpx.AsyncClient(
             timeout=timeout, transport=self._transport or http_transport()
         ) as client:
-            try:
-                async with client.stream(
-                    "POST",
-                    self.config.base_url,
-                    json=request_body(self.request, self.config.model),
-                    headers=headers,
-                ) as response:
-                    if response.status_code >= 400:
-                        await response.aread()
-                        raise self._http_error(response)
-                    async for event in aiter_events(aiter_text(response), reader):
-                        started = True
-                        yield event
-            except TRANSPORT_ERRORS as error:
-                raise transport_failure(
-                    error, started, "the llm-sdk agent", host_of(self.config.base_url), self.config
-                ) from None
+            opening = client.stream(
+                "POST",
+                self.config.base_url,
+                json=request_body(self.request, self.config.model),
+                headers=headers,
+            )
+            events = response_events(
+                opening,
+                reader,
+                refuse=self._http_error,
+                agent="the llm-sdk agent",
+                host=host_of(self.config.base_url),
+                timeouts=self.config,
+            )
+            async for event in events:
+                yield event
 
     def _http_error(self, response: httpx.Response) -> Exception:
         detail = redact(error_detail(response), self.config.api_key)
-        error = refused(LLM_SDK, response.status_code, detail)
-        if response.status_code in RETRYABLE_STATUS:
-            return RetryableFailure(error, retry_after_seconds(response.headers))
-        return error
+        return refusal(refused(LLM_SDK, response.status_code, detail), response.headers)

@@ -27,7 +27,7 @@ from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     RetryableFailure,
     RetryNotice,
-    retry_after_seconds,
+    refusal,
     with_retries,
 )
 from chats.agent.sse import StreamMessage
@@ -125,9 +125,8 @@ class SdkStream:
                     yield event
                 return
             failure = self._http_error(error.status_code, self._detail(body))
-            if started or error.status_code not in RETRYABLE:
-                raise failure from None
-            raise RetryableFailure(failure, retry_after_seconds(error.response.headers)) from None
+            headers = error.response.headers
+            raise refusal(failure, headers, started=started, retryable=RETRYABLE) from None
         except self.vendor.APITimeoutError:
             failure = AgentError(
                 f"{self.provider} did not answer within {self.config.connect_timeout:g} s.",
