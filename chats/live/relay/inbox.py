@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chats.live.relay import timing
 from chats.live.relay.listing import Listing
 from chats.live.relay.local import RelayFrame
+
+if TYPE_CHECKING:
+    from chats.live.relay.redis_relay import RedisRelay
 
 logger = logging.getLogger(__name__)
 
@@ -42,23 +44,13 @@ def missed_message(chat_id: int) -> bytes:
 class Inbox:
     """The reader of this process's inbox, and its recovery when the subscription breaks."""
 
-    def __init__(
-        self,
-        redis: Any,
-        origin: str,
-        prefix: str,
-        subscribers: dict[int, Any],
-        listing: Listing,
-        *,
-        deliver: Callable[[list[tuple[int, RelayFrame]]], None],
-        tell_missed: Callable[[int], None],
-    ) -> None:
+    def __init__(self, relay: RedisRelay, listing: Listing, redis: Any, prefix: str) -> None:
         self._redis = redis
-        self.channel = inbox_prefix(prefix) + origin.encode()
-        self._subscribers = subscribers
+        self.channel = inbox_prefix(prefix) + relay.origin.encode()
+        self._subscribers = relay.subscribers  # the relay's pages, by chat
         self._listing = listing
-        self._deliver = deliver
-        self._tell_missed = tell_missed
+        self._deliver = relay.deliver_here
+        self._tell_missed = relay.tell_missed
         self.pubsub = redis.pubsub()
         self.reader: asyncio.Task | None = None
         self._open: asyncio.Future | None = None  # done once Redis confirms the subscription

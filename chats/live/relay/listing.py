@@ -19,9 +19,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chats.live.relay import timing
+
+if TYPE_CHECKING:
+    from chats.live.relay.redis_relay import RedisRelay
 
 logger = logging.getLogger(__name__)
 
@@ -56,20 +59,13 @@ class Listing:
     """This process's listings: which chats other processes must send it frames of."""
 
     def __init__(
-        self,
-        redis: Any,
-        origin: str,
-        prefix: str,
-        subscribers: dict[int, Any],
-        *,
-        open_inbox: Callable[[], Awaitable[None]],
-        tell_missed: Callable[[int], None],
+        self, relay: RedisRelay, open_inbox: Callable[[], Awaitable[None]], redis: Any, prefix: str
     ) -> None:
-        self.origin = origin
+        self.origin = relay.origin
         self.prefix = listeners_prefix(prefix)
-        self._subscribers = subscribers  # the relay's pages, by chat: what should be listed
+        self._subscribers = relay.subscribers  # the relay's pages, by chat: what to list
         self._open_inbox = open_inbox  # frames sent once the process is listed must arrive
-        self._tell_missed = tell_missed
+        self._tell_missed = relay.tell_missed
         self._script = redis.register_script(LIST)
         self.listed: set[int] = set()  # chats this process is listed for
         self.unlisting: set[int] = set()  # chats the pass under way unlists

@@ -29,23 +29,8 @@ class RedisRelay(LocalRelay):
         # version up in the installed packages' metadata (~0.2 ms).
         self.redis = redis.Redis.from_url(url, driver_info=DriverInfo())
         self.origin = uuid.uuid4().hex[:12] + f"-{os.getpid()}"
-        self.listing = Listing(
-            self.redis,
-            self.origin,
-            prefix,
-            self.subscribers,
-            open_inbox=self._open_inbox,
-            tell_missed=self.tell_missed,
-        )
-        self.inbox = Inbox(
-            self.redis,
-            self.origin,
-            prefix,
-            self.subscribers,
-            self.listing,
-            deliver=self.deliver_here,
-            tell_missed=self.tell_missed,
-        )
+        self.listing = Listing(self, self._open_inbox, self.redis, prefix)
+        self.inbox = Inbox(self, self.listing, self.redis, prefix)
         self.publisher = Publisher(self.redis, self.origin, prefix)
         self._closing = False
 
