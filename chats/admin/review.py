@@ -184,11 +184,9 @@ class CitesSourceFilter(OneObjectFilter):
     parameter_name = "cites"
     model = Source
 
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
+    def of_object(self, queryset, object_id: int):
         # Exists rather than a join: a turn citing the source five times is listed once.
-        cites = Reference.objects.filter(turn=OuterRef("pk"), source_id=self.object_id())
+        cites = Reference.objects.filter(turn=OuterRef("pk"), source_id=object_id)
         return queryset.filter(Exists(cites))
 
 
@@ -452,10 +450,8 @@ class ForTurnFilter(OneObjectFilter):
     parameter_name = "turn"
     model = Turn
 
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
-        return queryset.filter(turn_id=self.object_id())
+    def of_object(self, queryset, object_id: int):
+        return queryset.filter(turn_id=object_id)
 
 
 class EventTypeFilter(admin.SimpleListFilter):
