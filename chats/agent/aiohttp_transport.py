@@ -238,9 +238,9 @@ class _ConnectionProtocol(ResponseHandler):
 
         Over TLS, pausing stops only what the TLS layer hands on, while it goes on reading the
         socket, so the kernel gathers nothing; and uvloop's TLS layer drops what it holds when
-        the agent closes the connection meanwhile (a reviewer's reproducer lost the last events
-        of a body delimited by the close, with no error). A stream over TLS is read as before:
-        aiohttp buffers it between two ticks.
+        the agent closes the connection meanwhile (the last events of a body delimited by the
+        close would be lost, with no error). A stream over TLS is not held: aiohttp buffers it
+        between two ticks.
         """
         transport = self.transport
         return transport is not None and transport.get_extra_info("sslcontext") is None

@@ -52,7 +52,7 @@ QUIET_STREAMS = 50
 
 # How long before a tick the sockets held since the last one are read again (`wait(before=)`):
 # the packets the kernel gathered meanwhile reach the reader's buffer in one read before the tick
-# wakes it. What arrives in these last milliseconds is read packet by packet, as before.
+# wakes it. What arrives in these last milliseconds is read packet by packet.
 READ_LEAD = 0.003
 
 
