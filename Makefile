@@ -30,6 +30,7 @@ run: $(VENV)/.runtime
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports  # the layers in pyproject.toml, [tool.importlinter]
 
 # The browser tests need Chromium: scripts/ensure-chromium finds it (installing it when it can).
 test: $(VENV)/.dev lint

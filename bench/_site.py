@@ -663,7 +663,7 @@ class ConcurrentResult:
 
         Delivered is each turn's events over the time from the stand-in sending its first
         event to the page receiving its last, summed over the turns: the pace the site relays
-        a stream at once it streams. That is how issue #13's table counts it (its 50-chat row
+        a stream at once it streams. That is how the goals count it (its 50-chat row
         delivers 2,511 of 2,500 events/s, which no count from the first ask can reach); the
         wait before a turn's first event is its own goal (ask → first event p99).
         """

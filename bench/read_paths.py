@@ -1,4 +1,4 @@
-"""What reading the agents' streams costs, by read path, against its floor (issue 13).
+"""What reading the agents' streams costs, by read path, against its floor.
 
     .venv/bin/python bench/read_paths.py [--streams 200] [--rounds 3]
 
@@ -8,7 +8,7 @@ reading the same streams run in this one process, alternately, round after round
 
 - site: the site's path without the parsing (`httpx.AsyncClient` over `http_transport()`, the
   loop's connection pool, `httpx_sse.aconnect_sse`, `aiter_text(response)`), which reads a paced
-  stream once per tick of the relay (chats.live.ticks): 1.25-1.5 events a read;
+  stream once per tick of the relay (chats.loop.ticks): 1.25-1.5 events a read;
 - aiohttp: aiohttp directly (`ClientSession.post`, `content.readany()`), which the site's
   transport wraps;
 - protocol: a bare `asyncio.Protocol` on a socket that writes the request and counts the blank
@@ -18,9 +18,10 @@ reading the same streams run in this one process, alternately, round after round
 Each figure is this process's CPU time over a round divided by the events read (µs/event), with
 its ratio to the protocol floor in the same round. No goal is judged here: the numbers say how
 much of bench/streaming.py's "server CPU µs/event" a different HTTP reader could win at most
-(docs/PERFORMANCE.md, "Wave 3, seventh session"). The site's path reads once per tick and the
+(docs/PERFORMANCE.md, "Measured and not kept"). The site's path reads once per tick and the
 other two once per packet, so its figure also carries the ticks' own cost, which in the server
-buys fewer wake-ups of the parsing and the run (not measured here: "Wave 3, tenth session").
+buys fewer wake-ups of the parsing and the run (not measured here: docs/PERFORMANCE.md, "A paced
+stream is read once per tick").
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def main() -> None:
     import uvloop
 
     django.setup()
-    from chats.agent.client import close_http_sessions
+    from chats.agent import close_http_sessions
 
     print(f"## Reading {args.streams} paced streams, by read path (`bench/read_paths.py`)\n")
     print(machine())

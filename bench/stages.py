@@ -1,4 +1,4 @@
-"""The CPU cost of one relayed event, stage by stage, through the site's own functions (issue 13).
+"""The CPU cost of one relayed event, stage by stage, through the site's own functions.
 
     .venv/bin/python bench/stages.py [--rounds 5]
 
@@ -15,7 +15,7 @@ the median of 5 parts of one run: see `database_stages`).
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
    site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
    `httpx_sse.aconnect_sse`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
-   (chats.live.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
+   (chats.loop.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
    events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
@@ -28,8 +28,8 @@ the median of 5 parts of one run: see `database_stages`).
    `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
 3. store-prep: the run's per-event work before the log: `storable_event`,
    `TurnRun._within_answer_limit`, `Transcript.apply` and `EventLog.append` (its PendingEvent).
-4. write: `chats.live.event_log._write_now(batch)`, one batch of 300 events (1.5 per turn) per tick,
-   on a fresh migrated SQLite database, and on a fresh PostgreSQL database
+4. write: `chats.live.event_log.write_batch(batch)`, one batch of 300 events (1.5 per turn) per
+   tick, on a fresh migrated SQLite database, and on a fresh PostgreSQL database
    (`bench_stages_<pid>`, dropped at the end) when one answers on 127.0.0.1:5432 (user
    postgres): Django is configured once per process, so the database stages run again in a
    subprocess of this script (`--db-only`) with that DATABASE_URL.
@@ -42,7 +42,7 @@ the median of 5 parts of one run: see `database_stages`).
 7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
-   as the site batches them (chats/run/batches.py), in 5 batches of 40:
+   as the site batches them (chats/loop/batches.py), in 5 batches of 40:
    `services.turn_start_many(...)` + `runner.turn_card_frame("turn.started", ...)` per turn;
    `runner._store_finishes(...)` (turn_finish_many, then the final cards);
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
@@ -188,8 +188,9 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
     import httpx
     from httpx_sse import aconnect_sse
 
+    from chats.agent import http_transport, stream_timeout
     from chats.agent.aiohttp_transport import aiter_text
-    from chats.agent.client import AgentRequest, http_transport, stream_timeout
+    from chats.agent.client import AgentRequest
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
     headers = {"Content-Type": "application/json"}
@@ -241,7 +242,7 @@ async def read_unpaced(url: str) -> float:
 
 def stage_read(runner: asyncio.Runner, rounds: int) -> dict[str, float]:
     """Turns after the first reuse the pool's connections (`http_transport`), as in the site."""
-    from chats.agent.client import close_http_sessions
+    from chats.agent import close_http_sessions
 
     with Upstream() as upstream:
         runner.run(read_unpaced(upstream.url))  # warm-up: imports, first connection
@@ -297,7 +298,7 @@ async def store_prep_round(events: list[Any]) -> float:
 
     from chats.agent.transcript import Transcript
     from chats.live.event_log import EventLog
-    from chats.live.ticks import Ticks
+    from chats.loop.ticks import Ticks
     from chats.run.runner import TurnRun
     from chats.run.storable import storable_event
 
@@ -468,7 +469,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
 
     from chats.agent.transcript import Transcript
     from chats.library.search import _index_chats
-    from chats.live.event_log import _write_now
+    from chats.live.event_log import write_batch
     from chats.models import Chat, ChatSearchDocument
     from chats.run.runner import Finish, _store_finishes, turn_card_frame
     from chats.services import TurnAsk, TurnEnd, turn_start_many
@@ -510,7 +511,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
 
     def stream(ticks: list[list[Any]]) -> None:
         for batch in ticks:
-            _write_now(batch)
+            write_batch(batch)
 
     # Warm-up: templates, queries and statements seen once.
     (warm,) = start(chats[:1])
@@ -598,7 +599,7 @@ COVERS = {
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
-    "write": "_write_now: COPY (PostgreSQL) or multi-row INSERTs (SQLite) + commit per tick",
+    "write": "write_batch: COPY (PostgreSQL) or multi-row INSERTs (SQLite) + commit per tick",
     "view+encode": "_publish: group by turn, event_view, turn_events, encode (compact_json)",
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",

@@ -23,8 +23,8 @@ every websocket client in this one, on one uvloop event loop. The parts:
 With `--tls` the stand-in serves HTTPS, as the real agents do, and the site's reads of it pay for
 TLS (the goals were set, and are judged, over plain HTTP).
 
-Then one line per goal, met or missed, with its figure (issue #13); a goal whose part did not
-run says so. The goals, on this machine, in the same run:
+Then one line per goal, met or missed, with its figure (docs/PERFORMANCE.md, "Goals"); a goal whose
+part did not run says so. The goals, on this machine, in the same run:
 
 G1. PostgreSQL + Redis, 2 workers, 200 chats x 50 events/s x 150 events: ≥ 95% of the offered
     events/s delivered, added latency p99 ≤ 250 ms, ask → first event p99 ≤ 1 s, every turn
@@ -36,7 +36,7 @@ G4. Server CPU per relayed event ≤ 80 µs (judged on G2's run, printed for G1'
     uvicorn's master and all its workers), and memory per streaming turn ≤ 200 KiB (part 3).
 
 Delivered events/s = the sum over turns of the turn's events / (its last event received - its
-first event sent by the stand-in): the pace each stream is relayed at, as issue #13's table counts
+first event sent by the stand-in): the pace each stream is relayed at, as the goals count
 it; the wait before the first event is the ask → first event goal. The tables also give events /
 (last event received - first ask sent), which pays for that wait too. Offered = chats x rate.
 The goals are judged at the largest `--concurrency` (200 by default). Nothing
@@ -311,7 +311,7 @@ def at_most(value: float, limit: float) -> bool:
 
 
 def goals(args, findings: Findings) -> list[str]:
-    """One line per goal of issue #13, met or missed, with its figure."""
+    """One line per goal (docs/PERFORMANCE.md, "Goals"), met or missed, with its figure."""
     lines = []
     g1_name = f"PostgreSQL + Redis, {GOAL_WORKERS} workers, {args.goal_chats} chats"
     g1 = findings.services.get(GOAL_WORKERS)

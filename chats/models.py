@@ -24,7 +24,7 @@ class Chat(models.Model):
     provider = models.CharField(max_length=32, default="bigdata", db_index=True)
     # The agent's conversation id, from the event envelope of the latest upstream conversation.
     # Text, not a capped CharField: ids are the API's to choose, and one that did not fit left
-    # its turn unsaveable (issue 9).
+    # its turn unsaveable.
     upstream_chat_id = models.TextField(blank=True)
     active_turn = models.ForeignKey(
         "Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -34,7 +34,7 @@ class Chat(models.Model):
     # The library (chats/library/): pinned chats head the sidebar; archived ones leave it.
     pinned = models.BooleanField(default=False)
     archived_at = models.DateTimeField(null=True, blank=True)
-    # The composer's question options, remembered per chat (chats/run/options.py, `to_json`).
+    # The composer's question options, remembered per chat (chats/agent/options.py, `to_json`).
     options = models.JSONField(default=dict, blank=True)
 
     objects = ChatQuerySet.as_manager()
@@ -56,6 +56,10 @@ class TurnQuerySet(models.QuerySet):
         return self.streaming().filter(
             models.Q(lease_expires_at__lt=now) | models.Q(lease_expires_at__isnull=True)
         )
+
+
+# The `parent_turn_id` of an ask that continues the chat's visible branch, wherever its leaf is.
+LEAF = "leaf"
 
 
 class Turn(models.Model):
@@ -132,7 +136,7 @@ class Turn(models.Model):
     # execution id from the `delta` envelope, sent back to resume the stream.
     workflow = models.JSONField(null=True, blank=True)
     execution_id = models.CharField(max_length=500, blank=True)
-    # The question options this turn was asked with (chats/run/options.py, `to_json`): what
+    # The question options this turn was asked with (chats/agent/options.py, `to_json`): what
     # "Re-run" and a watch ask again. NULL: not recorded (the chat's options are used).
     options = models.JSONField(null=True, blank=True)
 
@@ -273,7 +277,7 @@ class OutputSchema(models.Model):
 
 
 class WorkflowTemplate(models.Model):
-    """An inline Workflows template a user saved (PROTOCOL.md, "Workflows")."""
+    """An inline Workflows template a user saved (docs/PROTOCOL.md, "Workflows")."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflow_templates"

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chats.agent.client import AgentRequest
+from chats.agent.options import QuestionOptions, request_fields
 from chats.agent.providers import (
     BIGDATA,
     ConversationTurn,
@@ -24,10 +25,9 @@ from chats.agent.providers import (
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.answer.charts import charts_for_turn
+from chats.errors import ErrorCode, TurnStartError
 from chats.library.search import chat_search_index_update
-from chats.live.protocol import LEAF, ErrorCode
-from chats.models import Chat, OutputSchema, Turn, TurnEvent
-from chats.run.options import QuestionOptions, request_fields
+from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
 from citations.pages import with_pending_pages
 from citations.render_html import render_html
@@ -36,7 +36,7 @@ from citations.services import citations_resolve, citations_store_for_turns
 
 logger = logging.getLogger(__name__)
 
-INITIAL_CHECKPOINT = "INITIAL"  # PROTOCOL.md: resets an upstream chat to its start
+INITIAL_CHECKPOINT = "INITIAL"  # docs/PROTOCOL.md: restarts an upstream chat
 
 
 def chat_create(*, owner, provider: str = "") -> Chat:
@@ -59,14 +59,6 @@ class StartedTurn:
     def card_item(self) -> BranchTurn:
         """What the turn's card renders: known here, so the card costs no query."""
         return BranchTurn(self.turn, len(self.siblings), self.siblings)
-
-
-class TurnStartError(ValueError):
-    """The turn cannot be started as asked (the parent is not in this chat, a limit is reached)."""
-
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.BAD_FRAME) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 A `Citation` ties a span of the answer (offsets in code points, end exclusive) to a
 `SourceDocument`, or to nothing (a tool-level attribution: the span rests on a tool call's whole
-result, seed 000). Adapters build these from their wire format; past the adapter nobody reads
-upstream JSON. `data` fields keep what was received, for the log and the admin, and are never
-interpreted by the core.
+result; docs/PROTOCOL.md, "GROUNDING"). Adapters build these from their wire format; past the
+adapter nobody reads upstream JSON. `data` fields keep what was received, for the log and the admin,
+and are never interpreted by the core.
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ class SourceDocument:
 
     @property
     def label(self) -> str:
-        """The footnote's text: "Name - YYYY-MM-DD", or the name alone (seed 000)."""
+        """The footnote's text: "Name - YYYY-MM-DD", or the name alone (docs/PROTOCOL.md,
+        "GROUNDING")."""
         return source_label(self.name, self.published_on)
 
     def to_data(self) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def render_html(cited: CitedAnswer, *, doc_id: str) -> str:
 
     split = next((i for i, t in enumerate(tokens) if t.type == "footnote_block_open"), len(tokens))
     render = _MARKDOWN.renderer.render
-    answer_html = _CLEANER.clean(render(tokens[:split], _MARKDOWN.options, env))
+    answer_html = CLEANER.clean(render(tokens[:split], _MARKDOWN.options, env))
     if cited.sources:
         # After sanitising: the links are fixed markup; this also counts the uses of each
         # footnote, which its back-link in the Sources list needs.
@@ -60,7 +60,7 @@ def render_html(cited: CitedAnswer, *, doc_id: str) -> str:
         + _also_consulted(cited)
         + _evidence(cited, doc_id)
     )
-    return answer_html + _CLEANER.clean(tail)
+    return answer_html + CLEANER.clean(tail)
 
 
 def _checks_summary(cited: CitedAnswer) -> str:
@@ -103,7 +103,7 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
     sources = {s.number: s for s in cited.sources}
     cards = []
     for claim in cited.claims:
-        text = _plain_text(cited.answer[claim.start : claim.end])
+        text = plain_text(cited.answer[claim.start : claim.end])
         parts = [f'<p class="evidence-claim-text">{escape(text)}</p>']
         reading = [n for n in claim.footnotes if _read_of(cited, sources[n]).pending]
         if reading:
@@ -155,7 +155,7 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
 _INLINE_SYNTAX = frozenset("\\`*_[]<&~\n\r\x00")
 
 
-def _plain_text(markdown: str) -> str:
+def plain_text(markdown: str) -> str:
     """Return the words a reader sees in a piece of Markdown, on one line.
 
     A claim with no syntax at all (most are a sentence of prose) is its own words: parsing it
@@ -164,10 +164,11 @@ def _plain_text(markdown: str) -> str:
     """
     if _INLINE_SYNTAX.isdisjoint(markdown) and not BLOCK_PREFIX.match(markdown):
         return " ".join(markdown.split())
-    return _parsed_plain_text(markdown)
+    return parsed_plain_text(markdown)
 
 
-def _parsed_plain_text(markdown: str) -> str:
+def parsed_plain_text(markdown: str) -> str:
+    """The words of `markdown` as its parse gives them: what `plain_text` shortcuts."""
     words = []
     for token in _MARKDOWN.parse(markdown, {}):
         if token.type in {"fence", "code_block"}:
@@ -231,9 +232,9 @@ def _tool_badges(attributions: Sequence[ToolAttribution]) -> str:
     """Return one badge per tool call, between the answer and its Sources.
 
     A tool-level reference grounds a span in a tool's whole result rather than a document, so
-    it gets no number and no Sources entry (seed 000). Listing the tools once under the answer
-    keeps the prose identical to the Markdown rendering; inline badges would interleave long
-    trace titles with the text and could not sit inside code or links.
+    it gets no number and no Sources entry (docs/PROTOCOL.md, "GROUNDING"). Listing the tools once
+    under the answer keeps the prose identical to the Markdown rendering; inline badges would
+    interleave long trace titles with the text and could not sit inside code or links.
     """
     badges = dict.fromkeys(_badge(a) for a in attributions)
     if not badges:
@@ -290,7 +291,8 @@ def _markdown_it() -> MarkdownIt:
 
 
 _MARKDOWN = _markdown_it()
-_CLEANER = nh3.Cleaner(
+# The sanitiser of every answer's HTML; what it returns it leaves as it is (tests check that).
+CLEANER = nh3.Cleaner(
     tags={
         "a", "blockquote", "br", "code", "details", "div", "em", "h1", "h2", "h3", "h4", "h5",
         "h6", "hr", "li", "mark", "ol", "p", "pre", "section", "span", "strong", "summary", "sup",

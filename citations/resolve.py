@@ -1,8 +1,8 @@
 """Resolve citations against the complete answer: the one place that numbers footnotes.
 
 Pure (no database, no rendering, no provider) so that the live run, the stored turn,
-`render_stream` and the export all get the same footnotes from the same inputs (seed 000
-"Grounding and citations"). Adapters turn each provider's wire format into `Citation`s first.
+`render_stream` and the export all get the same footnotes from the same inputs (docs/PROTOCOL.md,
+"GROUNDING"). Adapters turn each provider's wire format into `Citation`s first.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def resolve_citations(
             strict=True,
         )
     )
-    # Seed 000's order: by where the span ends (where its marker shows), then where it starts,
+    # The footnotes' order: by where the span ends (where its marker shows), then where it starts,
     # then arrival.
     shown = sorted((placements[p][0], citations[p].start, p) for p in valid)
     numbers: dict[str, int] = {}

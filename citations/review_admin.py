@@ -61,6 +61,13 @@ class OneObjectFilter(admin.SimpleListFilter):
             raise IncorrectLookupParameters(f"{self.parameter_name} must be an id")
         return int(value)
 
+    def queryset(self, request, queryset):
+        return queryset if self.value() is None else self.of_object(queryset, self.object_id())
+
+    def of_object(self, queryset, object_id: int):
+        """The rows that go with the object named in the URL."""
+        raise NotImplementedError
+
 
 def json_text(value: Any, *, indent: int | None = None) -> str:
     """Return stored JSON as text; data nested too deep to print says so instead of failing."""

@@ -47,7 +47,8 @@ def url_host(url: str) -> str:
 
 
 def source_label(name: str, published_on: date | None) -> str:
-    """Return "Name - YYYY-MM-DD", or the name alone when there is no date (seed 000)."""
+    """Return "Name - YYYY-MM-DD", or the name alone when there is no date (docs/PROTOCOL.md,
+    "GROUNDING")."""
     return f"{name} - {published_on.isoformat()}" if published_on else name
 
 

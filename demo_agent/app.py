@@ -1,8 +1,9 @@
 """The demo agent as a plain ASGI application speaking the Research Agent's wire protocol.
 
 POST a research request (any path) and get `text/event-stream`: one `data: <json>` line per event,
-each in the `{"chat_id", "message"}` envelope (seed 002), with `: keep-alive` comments between.
-Request errors are answered before any event, as JSON `{"detail": ...}` (PROTOCOL.md).
+each in the `{"chat_id", "message"}` envelope (docs/PROTOCOL.md), with `: keep-alive` comments
+between. Request errors are answered before any event, as JSON `{"detail": ...}` (docs/PROTOCOL.md,
+"HTTP errors").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The demo agent's charts: a bar chart of the corpus figures behind an answer (PROTOCOL.md CHART).
+"""The demo agent's charts: a bar chart of the corpus figures behind an answer (docs/PROTOCOL.md,
+"Events", CHART).
 
 Asked for with `tools_configs.python_code_execution.chart_generation_enabled` (the cookbook
 client's field); the real agent sends CHART events only then. The figures are the earnings

@@ -2,7 +2,8 @@
 
 Every claim is a sentence copied verbatim from a document (or from a tool's output), so each
 reference's span covers exactly the sentence it cites. Offsets count Python code points (str
-indices) into the whole answer, as the cumulative ANSWER text is indexed (seed 000).
+indices) into the whole answer, as the cumulative ANSWER text is indexed (docs/PROTOCOL.md,
+"GROUNDING").
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Answer:
 
 def with_passage(source: dict[str, Any] | None, sentence: str) -> dict[str, Any] | None:
     """Return the source with the passage it contributed, as the real API sends it: BIGDATA
-    `chunks[].text`, EXTERNAL `text` (notes/PROTOCOL.md). The demo's claims quote their
+    `chunks[].text`, EXTERNAL `text` (docs/PROTOCOL.md). The demo's claims quote their
     documents, so the passage is the document's sentence."""
     if source is None:
         return None

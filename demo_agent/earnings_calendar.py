@@ -1,7 +1,7 @@
 """The `earnings_calendar` tool: next report dates and consensus figures from the bundled table.
 
-Its citations are tool-level (seed 000): `source` is null and `audit_id` names the
-MarkdownAuditV1 trace, whose `content` holds every sentence the answer may quote from it.
+Its citations are tool-level (docs/PROTOCOL.md, "GROUNDING"): `source` is null and `audit_id` names
+the MarkdownAuditV1 trace, whose `content` holds every sentence the answer may quote from it.
 """
 
 from __future__ import annotations

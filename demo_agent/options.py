@@ -1,4 +1,4 @@
-"""The request options the demo agent honours (PROTOCOL.md "Request", `tools_configs`):
+"""The request options the demo agent honours (docs/PROTOCOL.md, "Request", `tools_configs`):
 model tier, search period and entity filters, expected output and a structured output schema.
 
 Read here, applied by `ResearchTurn` through `SearchScope.admits`, `AnswerShape` and

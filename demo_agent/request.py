@@ -1,4 +1,4 @@
-"""Read and validate the JSON body of a research request (PROTOCOL.md, "Request")."""
+"""Read and validate the JSON body of a research request (docs/PROTOCOL.md, "Request")."""
 
 from __future__ import annotations
 

@@ -98,7 +98,8 @@ class _Call:
 
 @dataclass
 class _Plan:
-    """The full plan, resent whole at each change as the protocol requires (seed 002)."""
+    """The full plan, resent whole at each change as the protocol requires (docs/PROTOCOL.md,
+    "Events")."""
 
     title: str
     descriptions: list[str]

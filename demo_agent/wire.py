@@ -1,7 +1,7 @@
 """The Research Agent's wire, written: SSE events in their envelope, JSON errors, ASGI plumbing.
 
 Both the demo agent and the scripted stand-in (`demo_agent.scripted`) write through this module,
-so what tests and benchmarks stream is byte for byte what the demo agent streams (PROTOCOL.md).
+so what tests and benchmarks stream is byte for byte what the demo agent streams (docs/PROTOCOL.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ SSE_HEADERS: Headers = [
 
 
 def sse_event(chat_id: str, message: dict[str, Any]) -> bytes:
-    """Return one event: a `data:` line with the `{"chat_id", "message"}` envelope (seed 002)."""
+    """Return one event: a `data:` line with the `{"chat_id", "message"}` envelope
+    (docs/PROTOCOL.md, "Events")."""
     document = json.dumps({"chat_id": chat_id, "message": message}, ensure_ascii=False)
     return b"data: " + document.encode() + b"\n\n"
 

@@ -1,4 +1,5 @@
-"""The demo agent's Workflows endpoint: `POST .../v1/workflow/execute` (PROTOCOL.md, "Workflows").
+"""The demo agent's Workflows endpoint: `POST .../v1/workflow/execute` (docs/PROTOCOL.md,
+"Workflows").
 
 A workflow is a templated question run through the same research pipeline as a plain request
 (`ResearchTurn`), streamed in the Workflows envelope `{"request_id", "execution_id", "delta"}`.

@@ -14,7 +14,7 @@ from researchsite.heap import freeze_heap_after_startup, tune_collector
 
 # The database thread waits on PostgreSQL with the GIL released, then queues for it behind the
 # event loop, for up to the switch interval (5 ms by default) per query: 20 queries to start a
-# turn became 100 ms while streams were busy (issue 13, docs/PERFORMANCE.md).
+# turn became 100 ms while streams were busy (docs/PERFORMANCE.md, "The GIL's switch interval").
 sys.setswitchinterval(float(os.environ.get("GIL_SWITCH_INTERVAL", "0.0005")))
 tune_collector()
 

@@ -1,4 +1,5 @@
-"""The garbage collector's settings for a serving process (issue 13, docs/PERFORMANCE.md).
+"""The garbage collector's settings for a serving process (docs/PERFORMANCE.md, "The garbage
+collector's settings").
 
 Relaying an event allocates a few dozen small containers (the parsed JSON, the typed event, its
 stored and relayed forms), nearly all freed by reference counting within one flush interval.

@@ -42,7 +42,7 @@ def uvicorn_args(*, host: str, port: int, extra: list[str] | tuple[str, ...] = (
         *("--host", host, "--port", str(port)),
         *("--lifespan", "on"),  # start-up recovery of orphaned turns and the lease heartbeat
         *("--ws", "websockets-sansio"),
-        *("--ws-per-message-deflate", "false"),  # see docs/PERFORMANCE.md
+        *("--ws-per-message-deflate", "false"),  # docs/PERFORMANCE.md, "No websocket compression"
         *("--ws-max-size", str(ws_max_size())),
         *proxy_args(),
         "--no-access-log",

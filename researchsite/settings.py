@@ -106,7 +106,7 @@ tune_sqlite(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channel layer --------------------------------------------------------------------------
-# Chat frames (every agent event) travel through chats/live/relay.py: in memory within a process,
+# Chat frames (every agent event) travel through chats/live/relay/: in memory within a process,
 # and with REDIS_URL over Redis pub/sub to the other processes that show the chat. The channel layer
 # carries only stop requests and logouts.
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -255,7 +255,7 @@ LLMSDK_AGENT_MODEL = env.str("LLMSDK_AGENT_MODEL", default="")  # sent as "model
 
 # --- Streaming ------------------------------------------------------------------------------
 EVENT_FLUSH_INTERVAL = env.float("EVENT_FLUSH_INTERVAL", default=0.03)  # seconds per batch
-# The widest batch, which a process relaying many streams widens to (chats/live/ticks.py).
+# The widest batch, which a process relaying many streams widens to (chats/loop/ticks.py).
 EVENT_FLUSH_INTERVAL_MAX = env.float("EVENT_FLUSH_INTERVAL_MAX", default=0.06)
 TURN_LEASE_SECONDS = env.float("TURN_LEASE_SECONDS", default=30.0)
 TURN_HEARTBEAT_SECONDS = env.float("TURN_HEARTBEAT_SECONDS", default=10.0)
@@ -308,9 +308,9 @@ LOGGING["loggers"].update(
 )
 
 # --- Workflows ------------------------------------------------------------------------------
-# POST /v1/workflow/execute next to the research agent (PROTOCOL.md, "Workflows"). Empty: derived
-# from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that moves the
-# agent moves its workflows with it.
+# POST /v1/workflow/execute next to the research agent (docs/PROTOCOL.md, "Workflows"). Empty:
+# derived from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that
+# moves the agent moves its workflows with it.
 WORKFLOW_URL = env.str("WORKFLOW_URL", default="")
 DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"
 # Template ids the Workflows page offers, comma-separated (besides the user's saved templates).

@@ -3,9 +3,9 @@
 channels' `SessionMiddleware` wraps `send` so that it can save a modified session and set its
 cookie on `http.response.start`. A websocket never sends that message, yet the wrapper still
 looks the session up (`modified`, `is_empty()`) on every frame it passes on: ~5% of the event
-loop's time with 200 chats streaming (docs/PERFORMANCE.md, "Wave 3, fourth session"). Here a
-websocket gets its session and user exactly as channels builds them, and the server's own
-`send`. A test fails if channels ever saves sessions on a websocket message.
+loop's time with 200 chats streaming (docs/PERFORMANCE.md, "Channels' per-message wrappers
+skipped"). Here a websocket gets its session and user exactly as channels builds them, and the
+server's own `send`. A test fails if channels ever saves sessions on a websocket message.
 """
 
 from __future__ import annotations

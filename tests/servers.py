@@ -42,5 +42,5 @@ def serve_asgi(app, *, port: int | None = None, lifespan: str = "off") -> Iterat
     finally:
         server.should_exit = True
         thread.join(timeout=60)
-        # A server still running would race the test's database teardown (issue 13's CI run).
+        # A server still running would race the test's database teardown.
         assert not thread.is_alive(), f"uvicorn on port {port} did not stop within 60 s"

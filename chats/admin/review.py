@@ -186,11 +186,9 @@ class CitesSourceFilter(OneObjectFilter):
     parameter_name = "cites"
     model = Source
 
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
+    def of_object(self, queryset, object_id: int):
         # Exists rather than a join: a turn citing the source five times is listed once.
-        cites = Reference.objects.filter(turn=OuterRef("pk"), source_id=self.object_id())
+        cites = Reference.objects.filter(turn=OuterRef("pk"), source_id=object_id)
         return queryset.filter(Exists(cites))
 
 
@@ -246,7 +244,7 @@ class ReferenceInline(ReviewOnlyInline):
     @admin.display(description="source")
     def source_link(self, reference: Reference) -> SafeString | str:
         if reference.source is None:
-            return "tool-level (no document)"  # seed 000: non-search tools cite the whole call
+            return "tool-level (no document)"  # docs/PROTOCOL.md, "GROUNDING"
         return admin_link(reference.source, reference.source.label)
 
     @admin.display(description="audit id")
@@ -471,10 +469,8 @@ class ForTurnFilter(OneObjectFilter):
     parameter_name = "turn"
     model = Turn
 
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
-        return queryset.filter(turn_id=self.object_id())
+    def of_object(self, queryset, object_id: int):
+        return queryset.filter(turn_id=object_id)
 
 
 class EventTypeFilter(admin.SimpleListFilter):

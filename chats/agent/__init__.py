@@ -1,1 +1,35 @@
-"""The Research Agent protocol: typed events, the SSE parser, the HTTP client, the transcript."""
+"""The edge: the one part of the site that talks to the agents and reads their wire formats.
+
+What it offers the rest of the site:
+
+- **Opening a turn's stream**: `chats.agent.providers.open_stream` opens the chat's agent for one
+  question and yields typed events; `agent_choices`, `default_agent` and `agent_label` say which
+  agents are offered. The Research Agent's request (`AgentRequest`, its continuity fields) and
+  client (`AgentStream`) are in `chats.agent.client`; each other provider has a module in
+  `chats.agent.providers` (an adapter for its stream, a client over its official SDK).
+- **Typed events** (`chats.agent.events`): every provider's stream becomes the same events, and
+  GROUNDING becomes `citations.references.Citation`s. Nothing past this package reads a
+  provider's JSON. `chats.agent.transcript.Transcript` folds events into an answer.
+- **Question options** (`chats.agent.options`): what a question may ask for, checked, and the
+  request fields they become.
+- **Failures**: `AgentError`, with the user's message (never a secret) and a kind (http,
+  unreachable, stalled, dropped, agent); 429, 5xx and connection failures are retried before the
+  first event only (`chats.agent.providers.attempts`).
+- **The connections**: `http_transport` is the transport of every streamed call, over this
+  event loop's pool (`ssl_context`: one TLS context for all); `close_http_sessions` closes the
+  pool (the server's shutdown does); `stream_timeout` is a streamed answer's timeouts.
+
+The wire facts these modules rely on are in docs/PROTOCOL.md. It imports nothing of the rest
+of `chats` but `chats.loop` (the event loop's clock and per-loop objects), and never the
+database: `make lint` holds that (pyproject.toml, [tool.importlinter]).
+"""
+
+from chats.agent._http import (
+    AgentError,
+    close_http_sessions,
+    http_transport,
+    ssl_context,
+    stream_timeout,
+)
+
+__all__ = ["AgentError", "close_http_sessions", "http_transport", "ssl_context", "stream_timeout"]

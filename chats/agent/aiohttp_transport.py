@@ -2,13 +2,13 @@
 
 Why: reading a paced stream through httpx's own transport (httpcore, h11, anyio) cost
 50-68 µs of CPU per event on this machine; through aiohttp's C-accelerated reader, 23
-(docs/PERFORMANCE.md, "Wave 3"). The clients keep httpx's API (requests, responses, timeouts,
-the SDKs' `http_client`), so only this module knows aiohttp.
+(docs/PERFORMANCE.md, "Every streamed read through aiohttp"). The clients keep httpx's API
+(requests, responses, timeouts, the SDKs' `http_client`), so only this module knows aiohttp.
 
 Each streamed answer reads its text with `aiter_text(response)`: straight from aiohttp when this
 transport carries a plain UTF-8 body, so a read does not pass through httpx's four iterators of
 its own (its stream, raw, bytes and text), which at one event per read cost ~6 µs of CPU per event
-(docs/PERFORMANCE.md, "Wave 3, fifth session").
+(docs/PERFORMANCE.md, "Every streamed read through aiohttp").
 
 Not the `httpx-aiohttp` package: it maps a refused connection, and a server that hangs up
 before answering, to `ConnectTimeout`, which would tell the analyst the agent was slow when it
@@ -16,7 +16,7 @@ was down. Here every aiohttp failure becomes the httpx error httpx's own transpo
 it, so `providers.attempts.transport_failure` words it the same whichever transport ran.
 
 The transports of one event loop share one aiohttp session (`new_session`, made and closed by
-`chats.agent.client`): turns one after another reuse a connection rather than each opening one.
+`chats.agent._http`): turns one after another reuse a connection rather than each opening one.
 """
 
 from __future__ import annotations
@@ -63,13 +63,13 @@ def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
 # An agent that keeps a read waiting PACED_WAIT or more is pacing its stream (a language model
 # writing, say): until it bursts again (a read of BURST_BYTES or more that found its data
 # waiting), the reader waits for the relay's next tick before each read, so that one read takes
-# all that arrived meanwhile (chats.live.ticks). An agent sending flat out is read as fast as it
+# all that arrived meanwhile (chats.loop.ticks). An agent sending flat out is read as fast as it
 # sends: its reads find data waiting, or wait microseconds for it (a stall of the loop may pace
 # it until its next burst).
 PACED_WAIT = 0.005
 BURST_BYTES = 16 * 1024
 
-# The relay's next tick (chats.live.ticks.Ticks.wait): it calls the function given, if any, shortly
+# The relay's next tick (chats.loop.ticks.Ticks.wait): it calls the function given, if any, shortly
 # before it comes.
 Tick = Callable[[Callable[[], None] | None], Awaitable[None]]
 
@@ -147,9 +147,9 @@ class _ResponseStream(httpx.AsyncByteStream):
         """What has arrived, at once; a paced stream once per tick. Between two reads of a
         paced stream over plain TCP its socket is held, so that the kernel gathers the agent's
         packets, and read again just before the tick (`Ticks.wait(before=)`): one read for the
-        tick's events rather than one per packet (docs/PERFORMANCE.md, "Wave 3, thirteenth
-        session"). Bytes held in the kernel are not seen by the read deadline, which a window
-        far under any read timeout makes no matter."""
+        tick's events rather than one per packet (docs/PERFORMANCE.md, "A paced stream's
+        socket is held between ticks"). Bytes held in the kernel are not seen by the read deadline,
+        which a window far under any read timeout makes no matter."""
         content = self._response.content
         tick = self._tick
         paced = False
@@ -225,7 +225,7 @@ class _ConnectionProtocol(ResponseHandler):
     aiohttp 3.14's reader asks the protocol to resume reading whenever it takes a chunk from a
     buffer below its low-water mark, paused or not: a call into the parser with no bytes and
     one into the transport, ~2 µs, for every event of a paced stream (docs/PERFORMANCE.md,
-    "Wave 3, twelfth session"). Resuming what is not paused does nothing else, so it is skipped.
+    "The body's read deadline"). Resuming what is not paused does nothing else, so it is skipped.
 
     The hold stops reading the socket without touching aiohttp's own flow control (its
     `_reading_paused` and `_buffer_paused`): the socket is read again once neither holds it.
@@ -238,9 +238,9 @@ class _ConnectionProtocol(ResponseHandler):
 
         Over TLS, pausing stops only what the TLS layer hands on, while it goes on reading the
         socket, so the kernel gathers nothing; and uvloop's TLS layer drops what it holds when
-        the agent closes the connection meanwhile (a reviewer's reproducer lost the last events
-        of a body delimited by the close, with no error). A stream over TLS is read as before:
-        aiohttp buffers it between two ticks.
+        the agent closes the connection meanwhile (the last events of a body delimited by the
+        close would be lost, with no error). A stream over TLS is not held: aiohttp buffers it
+        between two ticks.
         """
         transport = self.transport
         return transport is not None and transport.get_extra_info("sslcontext") is None
@@ -298,7 +298,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, session: aiohttp.ClientSession, *, tick: Tick | None = None) -> None:
         self._session = session
-        self._tick = tick  # reads a paced stream once per tick when given (chats.live.ticks)
+        self._tick = tick  # reads a paced stream once per tick when given (chats.loop.ticks)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeout = request.extensions.get("timeout", {})

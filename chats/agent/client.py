@@ -1,4 +1,5 @@
-"""The HTTP client for the Research Agent: one POST, one long SSE response (seed 002).
+"""The HTTP client for the Research Agent: one POST, one long SSE response
+(docs/PROTOCOL.md, "Research Agent").
 
 HTTP errors only happen before the first event, so that is the only time we retry (429, 5xx,
 connection failures), honouring Retry-After. Once events have flowed a failure ends the run:
@@ -10,46 +11,45 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
-from httpx_sse import aconnect_sse
 
-from chats.agent.aiohttp_transport import AiohttpTransport, aiter_text, new_session
-from chats.agent.events import AgentEvent
-from chats.agent.providers.attempts import (
-    RETRYABLE_STATUS,
-    TRANSPORT_ERRORS,
-    RetryableFailure,
-    RetryNotice,
-    retry_after_seconds,
-    transport_failure,
-    with_retries,
+from chats.agent._http import (
+    AgentError,
+    Upstream,
+    error_detail,
+    host_of,
+    http_transport,
+    redact,
+    refused,
+    stream_timeout,
 )
+from chats.agent.events import AgentEvent
+from chats.agent.providers.attempts import RetryNotice, refusal, response_events, with_retries
 from chats.agent.providers.bigdata import BigdataAdapter
-from chats.agent.redaction import redact
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader, aiter_events
-from chats.live.per_loop import PerLoop
-from chats.live.ticks import get_ticks
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamReader
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["AgentError", "AgentRequest", "AgentSettings", "AgentStream", "redact"]
+
+RESEARCH_AGENT = Upstream("the research agent", brand="Bigdata", variable="BIGDATA_API_KEY")
 
 
 @dataclass(frozen=True)
 class AgentRequest:
-    """The request body (PROTOCOL.md, "Request")."""
+    """The request body (docs/PROTOCOL.md, "Request")."""
 
     message: str
     research_effort: str = "standard"
     chat_id: str | None = None
     from_checkpoint_id: str | None = None
     persistence_mode: str = "enabled"
-    # Question options (chats/run/options.py): each sent only when set.
+    # Question options (chats/agent/options.py): each sent only when set.
     model_name: str | None = None
     expected_output: str | None = None
     structured_output_schema: dict[str, Any] | None = None
@@ -82,45 +82,6 @@ class AgentSettings:
     max_retries: int = 3
     backoff_base: float = 0.5
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
-
-
-@functools.cache
-def ssl_context():
-    """One TLS context for all runs: building one loads the CA bundle (~17 ms of blocked loop)."""
-    return httpx.create_ssl_context()
-
-
-# This event loop's connections to the agents, shared by every turn it runs.
-_sessions = PerLoop(lambda: new_session(ssl_context()))
-
-
-def http_transport() -> httpx.AsyncBaseTransport:
-    """The transport of every streamed call (see aiohttp_transport for why not httpx's own),
-    over this event loop's pool of connections, reading paced streams at the relay's ticks."""
-    return AiohttpTransport(_sessions(), tick=get_ticks().wait)
-
-
-async def close_http_sessions() -> None:
-    """Close this event loop's connections to the agents. The server's shutdown does; any other
-    loop that ran turns must too, or aiohttp logs the pool as unclosed when it is collected."""
-    session = _sessions.pop()
-    if session is not None:
-        await session.close()
-
-
-def stream_timeout(*, connect: float, idle: float) -> httpx.Timeout:
-    """The timeouts of a streamed answer: `idle` is the longest wait between two chunks."""
-    return httpx.Timeout(connect=connect, read=idle, write=10.0, pool=10.0)
-
-
-class AgentError(Exception):
-    """A failure the user is told about; `user_message` never contains the API key."""
-
-    def __init__(self, user_message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(user_message)
-        self.user_message = user_message
-        self.kind = kind
-        self.status = status
 
 
 class AgentStream:
@@ -171,38 +132,34 @@ class AgentStream:
                 async for event in attempts:
                     yield event
 
-    async def _attempt(
+    def _attempt(
         self, client: httpx.AsyncClient, headers: dict[str, str]
     ) -> AsyncIterator[AgentEvent]:
         """One POST; the retry policy is `with_retries`, shared by every provider's client."""
-        started = False
-        try:
-            async with aconnect_sse(
-                client, "POST", self.settings.url, json=self.request.payload(), headers=headers
-            ) as source:
-                response = source.response
-                if response.status_code >= 400:
-                    await response.aread()
-                    error = _http_error(response, self.request, self.settings.api_key)
-                    if error.status in RETRYABLE_STATUS:
-                        raise RetryableFailure(error, retry_after_seconds(response.headers))
-                    raise error
-                async for event in aiter_events(aiter_text(response), self.reader):
-                    started = True
-                    yield event
-        except TRANSPORT_ERRORS as error:
-            raise transport_failure(
-                error, started, "the research agent", self._host(), self.settings
-            ) from error
+        opening = client.stream(
+            "POST",
+            self.settings.url,
+            json=self.request.payload(),
+            headers={**headers, "Accept": "text/event-stream", "Cache-Control": "no-store"},
+        )
+        return response_events(
+            opening,
+            self.reader,
+            refuse=self._refusal,
+            agent="the research agent",
+            host=host_of(self.settings.url),
+            timeouts=self.settings,
+        )
 
-    def _host(self) -> str:
-        return urlsplit(self.settings.url).netloc or self.settings.url
+    def _refusal(self, response: httpx.Response) -> Exception:
+        error = _http_error(response, self.request, self.settings.api_key)
+        return refusal(error, response.headers)
 
 
 def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -> AgentError:
     """Build the user-facing error for a refused request from the body's `detail`."""
     status = response.status_code
-    detail = redact(_detail(response), api_key)
+    detail = redact(error_detail(response), api_key)
     continuing = bool(request.chat_id or request.from_checkpoint_id)
     lowered = detail.lower()
     if continuing and ((status == 404) or (status in {400, 409} and "persistence_mode" in lowered)):
@@ -216,17 +173,7 @@ def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -
         message = f"Your API key is not entitled to {option}."
         error = AgentError(message, kind="http", status=status)
     else:
-        message = {
-            400: "The research agent rejected the request",
-            401: "The research agent did not accept the API key (check BIGDATA_API_KEY)",
-            403: "The API key is not entitled to this request",
-            404: "The research agent could not find what was asked for",
-            422: "The research agent found the request invalid",
-            429: "The research agent is rate limiting requests; retried and gave up",
-        }.get(status, f"The research agent failed (HTTP {status})")
-        if detail and status != 401:
-            message = f"{message}: {detail}"
-        error = AgentError(message + ".", kind="http", status=status)
+        error = refused(RESEARCH_AGENT, status, detail)
     return error
 
 
@@ -237,24 +184,3 @@ def _not_entitled_option(request: AgentRequest, detail: str) -> str:
     if named:
         return named[0]
     return used[0][0] if len(used) == 1 else ""
-
-
-def _detail(response: httpx.Response) -> str:
-    """Return `detail` as one readable line (400/422 may send a list of {loc, msg})."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        return response.text.strip()[:2000]
-    detail = body.get("detail") if isinstance(body, dict) else body
-    if isinstance(detail, list):
-        parts = []
-        for item in detail:
-            if isinstance(item, dict):
-                location = ".".join(str(p) for p in item.get("loc", []) if p != "body")
-                parts.append(
-                    f"{location}: {item.get('msg', '')}" if location else str(item.get("msg"))
-                )
-            else:
-                parts.append(str(item))
-        return "; ".join(parts)
-    return str(detail) if detail is not None else ""

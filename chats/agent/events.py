@@ -1,12 +1,12 @@
 """The typed events every provider's adapter produces, whatever its wire format.
 
-The vocabulary is the Research Agent's (seed 002): a run plans, thinks, calls tools, streams
-its answer and its citations, and completes or fails. Adapters (`bigdata.py`, and one per other
-provider) build these; everything past them (the run, the event log, the page) reads only
+The vocabulary is the Research Agent's (docs/PROTOCOL.md, "Events"): a run plans, thinks, calls
+tools, streams its answer and its citations, and completes or fails. Adapters (`bigdata.py`, and one
+per other provider) build these; everything past them (the run, the event log, the page) reads only
 these fields. `data` is the event in our own JSON schema, which the event log stores and
-`event_from_data` reads back; `raw` is the wire text the event came from, kept for the record.
-That schema borrows the Research Agent's message shape (seed 002) for every type but AUDIT and
-GROUNDING, whose provider-neutral forms are `ToolCall`s and `Citation`s.
+`event_from_data` reads back; `raw` is the wire text the event came from, kept for the record. That
+schema borrows the Research Agent's message shape for every type but AUDIT and GROUNDING, whose
+provider-neutral forms are `ToolCall`s and `Citation`s.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class GroundingEvent(AgentEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnswerEvent(AgentEvent):
     type: str = "ANSWER"
-    content: str = ""  # exactly as sent: the buffering rule forbids any trimming (seed 000)
+    content: str = ""  # exactly as sent: the buffering rule forbids any trimming (docs/PROTOCOL.md)
 
     def _payload(self) -> dict[str, Any]:
         return {"content": self.content}

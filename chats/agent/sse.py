@@ -2,9 +2,9 @@
 
 Every provider here writes one JSON document per `data:` line, and the Research Agent may end
 each event with a single newline rather than the blank line the SSE specification dispatches on
-(seed 002), so a message is dispatched as soon as its `data:` line is complete; an `event:` line
-before it names it (OpenAI, xAI and Anthropic send one). Lines are split as the specification
-says (CRLF, CR or LF) and capped in length, so one endless line cannot exhaust memory.
+(docs/PROTOCOL.md, "Events"), so a message is dispatched as soon as its `data:` line is complete; an
+`event:` line before it names it (OpenAI, xAI and Anthropic send one). Lines are split as the
+specification says (CRLF, CR or LF) and capped in length, so one endless line cannot exhaust memory.
 httpx-sse's public API dispatches only on blank lines and cannot cap a line, hence this reader.
 """
 

@@ -47,7 +47,8 @@ class Transcript:
 
     @property
     def answer(self) -> str:
-        """The exact concatenation of ANSWER contents, in arrival order (seed 000)."""
+        """The exact concatenation of ANSWER contents, in arrival order (docs/PROTOCOL.md, "The
+        answer and its offsets")."""
         if len(self.answer_parts) > 1:
             self.answer_parts[:] = ["".join(self.answer_parts)]
         return self.answer_parts[0] if self.answer_parts else ""

@@ -129,3 +129,11 @@ def turn_notices(
             " the answer, and not shown."
         )
     return notices
+
+
+def duration_text(seconds: float) -> str:
+    """Return a duration as people say it: "30 minutes", "1 minute", "90 seconds", "1 second"."""
+    value, unit = (
+        (seconds / 60, "minute") if seconds >= 60 and seconds % 60 == 0 else (seconds, "second")
+    )
+    return f"{value:g} {unit}{'' if value == 1 else 's'}"

@@ -32,9 +32,9 @@ from django.db.models.functions import Greatest, Lower, Replace, StrIndex, Subst
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from chats.live.per_loop import PerLoop
+from chats.loop.batches import DATABASE_FAILING
+from chats.loop.per_loop import PerLoop
 from chats.models import Chat, ChatSearchDocument, Turn
-from chats.run.batches import DATABASE_FAILING
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class SearchIndexQueue:
     """Chats whose documents are due, indexed together a moment later, off the answers' path.
 
     Two hundred answers finishing at once are one indexing pass after their pages have them,
-    rather than two hundred passes in the way of their final frames (issue 13). Fresh answers
+    rather than two hundred passes in the way of their final frames. Fresh answers
     go first; chats a catch-up pass found behind follow, newest first.
     """
 
@@ -145,7 +145,7 @@ class SearchIndexQueue:
     async def _index(self, chat_ids: list[int]) -> None:
         """Index the chats in one transaction. If the database refuses the batch for what it
         holds, each chat is tried alone, so that one chat it cannot take holds back no other
-        (chats/run/batches.py has the same rule); the chats that fail wait for the next pass."""
+        (chats/loop/batches.py has the same rule); the chats that fail wait for the next pass."""
         try:
             await _index_chats_async(chat_ids)
         except Exception as error:
@@ -262,8 +262,9 @@ def _index_chats(chat_ids: list[int], *, apps) -> None:
     # Read and built before the transaction, as a finish renders its answers before its own
     # (services.turn_finish_many): on SQLite a transaction holds the one write lock, and the
     # event log's writer waits for it in SQLite's busy handler, which sleeps 1, 2, 5 ms and
-    # more between tries, so a 3 ms hold cost it 8.4 ms (docs/PERFORMANCE.md, "Wave 3,
-    # fourteenth session"). What changes meanwhile is checked under the lock, below.
+    # more between tries, so a 3 ms hold cost it 8.4 ms (docs/PERFORMANCE.md, "The search
+    # index reads before it takes the write lock"). What changes meanwhile is checked under the
+    # lock, below.
     texts = _document_texts(chat_ids, apps=apps)
     if not texts:
         return
@@ -350,8 +351,9 @@ def _markdown_as_text(markdown: str) -> str:
 
     One pattern per kind of noise, the links' and the rules' only where their text occurs: one
     regex of all of them, with a line start among its alternatives, was tried at every
-    character, 0.13 ms for a 3 KB answer at every finish (docs/PERFORMANCE.md, "Wave 3,
-    fifteenth session"). The words are that regex's; only the spacing can differ.
+    character, 0.13 ms for a 3 KB answer at every finish (docs/PERFORMANCE.md, "Text
+    passes without a regex tried at every character"). The words are that regex's; only the spacing
+    can differ.
     """
     text = _MARKDOWN_LINK.sub(r"\1", markdown) if "](" in markdown else markdown
     text = _MARKDOWN_LINE_MARK.sub(" ", text)

@@ -28,6 +28,7 @@ from chats.library.services import (
     chat_share,
     chat_share_revoke,
 )
+from chats.models import Chat, Turn
 from chats.selectors import chat_branch, chat_get_for_user
 
 
@@ -121,8 +122,7 @@ def chat_shared(request: HttpRequest, token: str) -> HttpResponse:
 @require_GET
 @login_required
 def chat_export_json(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
-    turns = [item.turn for item in chat_branch(chat=chat)]
+    chat, turns = _visible_branch(request, chat_id)
     body = json.dumps(export_chat_json(chat=chat, turns=turns), ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="chat-{chat.pk}.json"'
@@ -133,9 +133,14 @@ def chat_export_json(request: HttpRequest, chat_id: int) -> HttpResponse:
 @login_required
 def chat_print(request: HttpRequest, chat_id: int) -> HttpResponse:
     """The visible branch on a plain page, laid out for the browser's Print / Save as PDF."""
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
-    turns = [item.turn for item in chat_branch(chat=chat)]
+    chat, turns = _visible_branch(request, chat_id)
     return render(request, "chats/chat_print.html", {"chat": chat, "turns": turns})
+
+
+def _visible_branch(request: HttpRequest, chat_id: int) -> tuple[Chat, list[Turn]]:
+    """The user's chat (404 for anyone else's) and the turns of its visible branch."""
+    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    return chat, [item.turn for item in chat_branch(chat=chat)]
 
 
 def _wants_json(request: HttpRequest) -> bool:

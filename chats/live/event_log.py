@@ -2,12 +2,12 @@
 
 Every running turn in this process appends here; a single flusher writes all pending events in
 one transaction at each tick of the relay (every EVENT_FLUSH_INTERVAL, wider when busy:
-`ticks.py`) and only then relays them to each chat's pages (`relay.py`). Relaying after the
-commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
+`chats/loop/ticks.py`) and only then relays them to each chat's pages (`relay/`). Relaying after
+the commit is what makes resume gap-free: a page that joins the relay and then reads the log sees
 every event either in the log or live (maybe both; seqs dedupe).
 
 A write that fails is retried turn by turn, so one turn's bad event never holds back the
-others (issue 9): the turn the database refuses is failed and its run told to stop.
+others: the turn the database refuses is failed and its run told to stop.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from django.utils import timezone
 
 from chats.agent.events import AgentEvent
 from chats.live.compact_json import strict_json
-from chats.live.per_loop import PerLoop
 from chats.live.protocol import event_view, publish_to_chats, turn_events
-from chats.live.ticks import Ticks, get_ticks
+from chats.loop.batches import DATABASE_FAILING
+from chats.loop.per_loop import PerLoop
+from chats.loop.ticks import Ticks, get_ticks
 from chats.models import TurnEvent
-from chats.run.batches import DATABASE_FAILING
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class EventLog:
             self._wakeup.clear()
             # Let the batch fill until the relay's next tick: this is the frame-coalescing window.
             # The paced streams read what reached them meanwhile at that same tick
-            # (chats.live.ticks), from buffers, without waiting; one more turn of the loop lets
+            # (chats.loop.ticks), from buffers, without waiting; one more turn of the loop lets
             # them append it first.
             # A stream whose socket was read again late (a busy loop fires the tick with the
             # early timer) has its bytes one turn later, when the loop polls: a second turn.
@@ -229,15 +229,15 @@ class EventLog:
         await _close_writer_connection()
 
 
-def _write_now(batch: list[PendingEvent]) -> None:
+def write_batch(batch: list[PendingEvent]) -> None:
     """Insert the batch in one transaction: COPY on PostgreSQL, a few statements on SQLite.
 
     Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
     time, and that time is taken from every stream being read (the writer's thread shares the
     GIL with the event loop). COPY costs 8 µs of CPU per row where executemany cost 21
-    (docs/PERFORMANCE.md). Both store the data as `strict_json` writes it: a value that slipped
-    past `storable_event` (NaN, say) is written as the token JSONField would send, refused by the
-    database, not quietly rewritten, and the turn fails alone.
+    (docs/PERFORMANCE.md, "The event log's writes"). Both store the data as `strict_json` writes it:
+    a value that slipped past `storable_event` (NaN, say) is written as the token JSONField would
+    send, refused by the database, not quietly rewritten, and the turn fails alone.
     """
     db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
     now = timezone.now()
@@ -253,7 +253,7 @@ def _write_now(batch: list[PendingEvent]) -> None:
                 for row in rows:
                     copy.write_row((*row, now))
         else:
-            _insert_sqlite(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
+            insert_sqlite_rows(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
 
 
 # SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,
@@ -268,7 +268,7 @@ def _write_now(batch: list[PendingEvent]) -> None:
 SQLITE_ROWS = 1024
 
 
-def _insert_sqlite(
+def insert_sqlite_rows(
     raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
 ) -> None:
     # A build of SQLite may allow fewer variables than 1 + 4 * SQLITE_ROWS (999 before 3.32).
@@ -298,9 +298,9 @@ _COLUMNS = "(turn_id, seq, type, data, received_at)"
 # answers on the shared database thread must not hold back every stream's events, nor the
 # reverse. On SQLite (WAL, IMMEDIATE transactions) the two threads' writes then wait for each
 # other in SQLite's busy handler, a few milliseconds, rather than in one queue behind a burst:
-# at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "Wave 3").
+# at 200 chats that halved the p99 added latency (docs/PERFORMANCE.md, "The event log's writes").
 _writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-log-writer")
-_write = database_sync_to_async(_write_now, thread_sensitive=False, executor=_writer_thread)
+_write = database_sync_to_async(write_batch, thread_sensitive=False, executor=_writer_thread)
 _close_writer_connection = database_sync_to_async(
     connections.close_all, thread_sensitive=False, executor=_writer_thread
 )

@@ -9,16 +9,16 @@ Between server processes: `turn.stop` on a turn's control group, `session.end` o
 group, over the channel layer (`publish`).
 
 Frames for a chat's pages go through `publish_to_chats` (Zulip's `send_event`): each is encoded
-to JSON text here, once, and the relay (`relay.py`) carries the text to every page open on the
-chat, which forwards it unchanged. No other module knows how a frame is spelled or how it
-travels.
+to JSON text here, once, and the relay (`chats/live/relay/`) carries the text to every page open
+on the chat, which forwards it unchanged. No other module knows how a frame is spelled or how it
+travels. Only code that has committed what its frames say calls it (the rule is in
+`chats/live/__init__.py`).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
@@ -39,11 +39,14 @@ from chats.agent.events import (
     ToolErrorEvent,
     event_from_data,
 )
+from chats.agent.options import OptionsError, QuestionOptions, parse_options
 from chats.answer import display
 from chats.answer.charts import chart_for_turn
+from chats.errors import ErrorCode, FrameError
+from chats.live import relay
 from chats.live.compact_json import compact_json
-from chats.live.relay import RelayFrame, get_relay
-from chats.run.options import OptionsError, QuestionOptions, parse_options
+from chats.live.relay import RelayFrame
+from chats.models import LEAF
 
 # --- Groups ----------------------------------------------------------------------------------
 
@@ -65,7 +68,7 @@ async def publish(group: str, message: dict[str, Any]) -> None:
 
 async def publish_to_chats(frames: list[tuple[int, ChatFrame]]) -> None:
     """Send each (chat id, frame) to every page open on that chat, in any process, in order."""
-    await get_relay().publish([(chat_id, encode(frame)) for chat_id, frame in frames])
+    await relay.publish([(chat_id, encode(frame)) for chat_id, frame in frames])
 
 
 async def publish_to_chat(chat_id: int, frame: ChatFrame) -> None:
@@ -83,30 +86,7 @@ def encode(frame: ChatFrame) -> RelayFrame:
 # --- Browser → server ------------------------------------------------------------------------
 
 EFFORTS = ("lite", "standard")
-LEAF = "leaf"  # ask: continue the visible branch
 MAX_SYNC_CURSORS = 200
-
-
-class ErrorCode(StrEnum):
-    """Why the server refused something; the page shows the frame's message."""
-
-    BAD_FRAME = "bad_frame"  # malformed, oversized, binary or invalid frame
-    TOO_MANY_SOCKETS = "too_many_sockets"  # WS_MAX_SOCKETS_PER_USER; the socket is closed
-    RATE_LIMITED = "rate_limited"  # WS_MAX_FRAMES_PER_SECOND; the frame was dropped
-    TURN_IN_PROGRESS = "turn_in_progress"  # this chat already has a streaming turn
-    TOO_MANY_TURNS = "too_many_turns"  # AGENT_MAX_CONCURRENT_TURNS across the user's chats
-    LOGGED_OUT = "logged_out"  # the user logged out; the socket is closed
-    UNAUTHENTICATED = "unauthenticated"  # no session; the socket is closed
-    NOT_FOUND = "not_found"  # no such chat for this user; the socket is closed
-    SERVER_ERROR = "server_error"  # our fault; the socket stays open
-
-
-class FrameError(ValueError):
-    """A frame from the browser that we refuse; the message is shown to the user."""
-
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.BAD_FRAME) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)

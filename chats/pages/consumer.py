@@ -1,8 +1,8 @@
 """The chat page's websocket: ask, stop, and follow a chat's turns live or from a cursor.
 
-The consumer stays thin: frames are decoded and built by `protocol.py`, limits live in
-`sockets.py` and `services.turn_start`, and the chat's frames come from `relay.py`, already
-encoded, and are forwarded as they are.
+The consumer stays thin: frames are decoded and built by `chats/live/protocol.py`, limits live in
+`socket_limits.py` and `services.turn_start_many`, and the chat's frames come from
+`chats/live/relay/`, already encoded, and are forwarded as they are.
 
 Everything the page is sent about its turns goes through one queue, the outbox, written by one
 task, in order: live frames, replies to `sync`, and catch-ups from the event log. Per connection
@@ -25,17 +25,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
-from chats.live.protocol import (
-    Ask,
-    CardKind,
-    ErrorCode,
-    EventView,
-    FrameError,
-    Rerun,
-    Stop,
-    Sync,
-)
+from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
 from chats.models import Chat
 from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
@@ -43,7 +35,7 @@ from chats.run.asks import ask_start
 from chats.run.rerun import rerun_ask
 from chats.run.runner import request_stop, turn_card_frames
 from chats.selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
-from chats.services import TurnAsk, TurnStartError
+from chats.services import TurnAsk
 
 logger = logging.getLogger(__name__)
 
@@ -201,17 +193,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def handle_rerun(self, frame: Rerun) -> None:
         """Ask a finished turn's question again, as it was asked (chats/run/rerun.py)."""
-        try:
-            ask = await database_sync_to_async(rerun_ask)(chat=self.chat, turn_id=frame.turn_id)
-        except TurnStartError as refused:
-            raise FrameError(str(refused), refused.code) from refused
+        # Refusals raise RequestRefused, which the frame loop answers as an error frame.
+        ask = await database_sync_to_async(rerun_ask)(chat=self.chat, turn_id=frame.turn_id)
         await self._start(ask)
 
     async def _start(self, ask: TurnAsk) -> None:
-        try:
-            started = await ask_start(ask, self._session_is_alive)
-        except TurnStartError as refused:
-            raise FrameError(str(refused), refused.code) from refused
+        started = await ask_start(ask, self._session_is_alive)  # refusals: RequestRefused
         if started is None:  # the asker's session has ended
             await self.session_end({})
             return

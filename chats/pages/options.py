@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from chats.agent.options import OptionsError, check_output_schema
 from chats.models import OutputSchema
-from chats.run.options import OptionsError, check_output_schema
 
 MAX_SCHEMA_CHARS = 20_000
 

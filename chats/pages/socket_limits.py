@@ -26,8 +26,8 @@ from django.db import transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from chats.live.per_loop import PerLoop
 from chats.live.protocol import publish, session_end, user_group
+from chats.loop.per_loop import PerLoop
 from chats.models import OpenSocket
 
 logger = logging.getLogger(__name__)

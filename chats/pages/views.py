@@ -13,9 +13,10 @@ from chats.agent.providers import agent_label
 from chats.answer.display import page_limits
 from chats.answer.export import export_turns_markdown
 from chats.answer.structured_output import structured_csv, structured_json
+from chats.errors import TurnStartError
 from chats.models import Turn
 from chats.selectors import chat_branch, chat_get_for_user
-from chats.services import TurnStartError, chat_create, chat_select_branch
+from chats.services import chat_create, chat_select_branch
 from citations.render import render_markdown
 from citations.selectors import cited_answer_for_turn
 

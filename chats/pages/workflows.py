@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from chats.errors import TurnStartError
 from chats.models import WorkflowTemplate
 from chats.run.workflows import (
     MODELS,
@@ -21,7 +22,6 @@ from chats.run.workflows import (
     workflow_start,
     workflow_turn_start,
 )
-from chats.services import TurnStartError
 
 MAX_TEMPLATE_CHARS = 20_000
 

@@ -1,4 +1,4 @@
-"""Start a page's ask: a burst of asks starts together (chats/run/batches.py), each then runs.
+"""Start a page's ask: a burst of asks starts together (chats/loop/batches.py), each then runs.
 
 Every ask needs the database: check the asker's session, start the turn (locks, limits, the
 branch), render its card. The asks waiting together go in one trip and one transaction
@@ -13,11 +13,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chats.live.per_loop import PerLoop
-from chats.live.protocol import ErrorCode, TurnCardFrame
-from chats.run.batches import DatabaseBatches
+from chats.errors import ErrorCode, TurnStartError
+from chats.live.protocol import TurnCardFrame
+from chats.loop.batches import DatabaseBatches
+from chats.loop.per_loop import PerLoop
 from chats.run.runner import get_registry, publish_turn_cards, rendered_or_none
-from chats.services import StartedTurn, TurnAsk, TurnStartError, turn_start_many
+from chats.services import StartedTurn, TurnAsk, turn_start_many
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connections
 
-from chats.agent.client import close_http_sessions
+from chats.agent import close_http_sessions
 from chats.agent.providers import preload_sdks
 from chats.library.search import get_search_index_queue
 from chats.live.event_log import get_event_log

@@ -2,7 +2,7 @@
 
 A chart is sanitised (`chats.answer.charts.safe_chart_event`) and its live HTML rendered as it
 arrives; a finished answer's citations, HTML and chart placement are computed before the finish
-is queued for the database (`chats.run.batches`). That work is CPU only and grows with the
+is queued for the database (`chats.loop.batches`). That work is CPU only and grows with the
 input: on the event loop it would hold up every stream's frames (300 charts arriving together
 took 0.6 s), and on the database thread every ask and finish queued behind it. Here it runs one
 piece at a time, so a heavy answer delays only itself. The thread still shares the GIL, which

@@ -29,7 +29,6 @@ from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.library.search import get_search_index_queue
 from chats.live.event_log import EventLog, get_event_log
-from chats.live.per_loop import PerLoop
 from chats.live.protocol import (
     CardKind,
     TurnCardFrame,
@@ -41,8 +40,9 @@ from chats.live.protocol import (
     turn_notice,
     turn_stop,
 )
+from chats.loop.batches import DatabaseBatches
+from chats.loop.per_loop import PerLoop
 from chats.models import Turn
-from chats.run.batches import DatabaseBatches
 from chats.run.rendering import arrived_chart, rendered
 from chats.run.storable import storable_event
 from chats.selectors import BranchTurn, branch_turn
@@ -76,14 +76,6 @@ class TurnLimitReached(Exception):
     def __init__(self, user_message: str) -> None:
         super().__init__(user_message)
         self.user_message = user_message
-
-
-def _duration_text(seconds: float) -> str:
-    """Return "30 minutes", "1 minute", "90 seconds", "1 second"."""
-    value, unit = (
-        (seconds / 60, "minute") if seconds >= 60 and seconds % 60 == 0 else (seconds, "second")
-    )
-    return f"{value:g} {unit}{'' if value == 1 else 's'}"
 
 
 class TurnRun:
@@ -191,8 +183,9 @@ class TurnRun:
         except TimeoutError as error:
             self._take_held(log, max_events)
             if loop.time() >= ends_at - slack:
+                took = display.duration_text(max_seconds)
                 raise TurnLimitReached(
-                    f"The answer took longer than {_duration_text(max_seconds)} and was stopped."
+                    f"The answer took longer than {took} and was stopped."
                 ) from error
             raise AgentError(
                 f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",

@@ -3,8 +3,8 @@
 Each backend refuses something valid JSON can carry: PostgreSQL refuses NUL (`\\u0000`) in
 text and jsonb; SQLite's driver and UTF-8 encoders (msgpack, for the Redis layer) refuse lone
 surrogates (`\\ud800`); SQLite's JSON check refuses NaN and Infinity (`1e999` parses to inf);
-nesting about a thousand deep exhausts recursion limits everywhere. One such event used to
-stall every turn of the process (issue 9). Here it is replaced by what can be stored, and the
+nesting about a thousand deep exhausts recursion limits everywhere. One such event would
+stall every turn of the process. Here it is replaced by what can be stored, and the
 caller counts the replacement on its turn.
 
 A chart is also made safe to draw here, once, as it arrives (`chats.answer.charts`): the log
@@ -100,27 +100,6 @@ def storable_message(data: dict[str, Any], raw: str | None) -> tuple[dict[str, A
     kept["unstorable"] = True
     kept["text"] = storable_text(_as_text(data, raw)[:MAX_KEPT_TEXT])[0]
     return kept, True
-
-
-def nested_deeper_than(value: Any, levels: int) -> bool:
-    """Return True when `value` nests lists and objects more than `levels` deep.
-
-    Iterative, so it answers for any depth json.loads can return (recursive code, jsonschema's
-    validator among it, exhausts Python's recursion limit a few hundred levels down).
-    """
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > levels:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 class StorableEvent(NamedTuple):

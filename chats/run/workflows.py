@@ -1,5 +1,5 @@
-"""Workflows (PROTOCOL.md, "Workflows"): which templates a user can run, starting a run as a chat
-turn, and reading its stream, resumed with its `execution_id` when the connection drops.
+"""Workflows (docs/PROTOCOL.md, "Workflows"): which templates a user can run, starting a run as a
+chat turn, and reading its stream, resumed with its `execution_id` when the connection drops.
 
 A workflow run is a turn like any other past its stream: its events go through the same log,
 relay and page, so it streams, survives a reload and is stored exactly like an answer.
@@ -27,10 +27,10 @@ from chats.agent.providers import BIGDATA, bigdata_settings
 from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import StreamMessage
 from chats.answer import display
+from chats.errors import TurnStartError
 from chats.models import Chat, Turn, WorkflowTemplate
 from chats.run.runner import TurnRun, get_registry, publish_turn_started
 from chats.run.storable import storable_text
-from chats.services import TurnStartError
 
 logger = logging.getLogger(__name__)
 

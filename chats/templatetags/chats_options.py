@@ -6,9 +6,9 @@ from typing import Any
 
 from django import template
 
+from chats.agent.options import LIST_OPTIONS, MODELS, QuestionOptions
 from chats.agent.providers import BIGDATA
 from chats.models import Chat, OutputSchema
-from chats.run.options import LIST_OPTIONS, MODELS, QuestionOptions
 
 register = template.Library()
 

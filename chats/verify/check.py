@@ -20,8 +20,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from chats.live.per_loop import PerLoop
 from chats.live.protocol import TurnCardFrame, publish_to_chat
+from chats.loop.per_loop import PerLoop
 from chats.models import Turn
 from chats.verify.fetch import FetchedPage, PageFetcher
 from citations.models import SourcePage

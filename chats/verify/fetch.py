@@ -34,7 +34,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpcore
 import httpx
 
-from chats.live.per_loop import PerLoop
+from chats.loop.per_loop import PerLoop
 
 USER_AGENT = "ResearchSite-SourceCheck/1.0 (reads pages cited in answers to check their figures)"
 MAX_REDIRECTS = 5

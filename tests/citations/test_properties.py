@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from chats.agent.providers import bigdata as bigdata_adapter
 from citations.markers import placements_of
 from citations.render import markdown_insertions, render_markdown
-from citations.render_html import _CLEANER, _parsed_plain_text, _plain_text, render_html
+from citations.render_html import CLEANER, parsed_plain_text, plain_text, render_html
 from citations.resolve import CitedAnswer, resolve_citations
 from tests.citations.conftest import ParsedHtml
 
@@ -116,7 +116,7 @@ def test_numbers_run_from_one_with_one_footnote_per_key_in_order_of_first_use(ci
 @given(cited_answers())
 def test_the_html_is_a_sanitiser_fixed_point_whose_links_all_resolve(cited):
     html = render_html(cited, doc_id="p")
-    assert _CLEANER.clean(html) == html
+    assert CLEANER.clean(html) == html
     page = ParsedHtml(html)
     assert len(page.find("li", class_="footnote-item")) == len(cited.sources)
     fragments = [h[1:] for h in page.hrefs if h.startswith("#")]
@@ -141,7 +141,7 @@ line_starts = st.sampled_from(["", " ", "   ", "    ", "- ", "+ ", "1. ", "12) "
 @settings(max_examples=1000)
 @given(line_starts, claim_texts)
 def test_a_claims_plain_text_without_a_parse_is_what_the_parse_gives(start, markdown):
-    assert _plain_text(start + markdown) == _parsed_plain_text(start + markdown)
+    assert plain_text(start + markdown) == parsed_plain_text(start + markdown)
 
 
 # One of each thing that makes a claim's shown words differ from its text.
@@ -153,5 +153,5 @@ SYNTAX = [
 
 @pytest.mark.parametrize("markdown", SYNTAX)
 def test_a_claim_with_markdown_syntax_is_parsed_for_its_plain_text(markdown):
-    assert _parsed_plain_text(markdown) != " ".join(markdown.split())  # the parse matters
-    assert _plain_text(markdown) == _parsed_plain_text(markdown)
+    assert parsed_plain_text(markdown) != " ".join(markdown.split())  # the parse matters
+    assert plain_text(markdown) == parsed_plain_text(markdown)

@@ -6,7 +6,7 @@ import pytest
 
 from chats.agent.providers.bigdata import source_document as source_fields
 from citations.render import render_markdown
-from citations.render_html import _CLEANER, render_html
+from citations.render_html import CLEANER, render_html
 from tests.citations.conftest import ParsedHtml, bigdata, cite, cited_from_capture, ref
 
 ANSWER = "Revenue rose 4%. Costs fell 2%. Margins improved."
@@ -189,7 +189,7 @@ def test_hostile_answers_and_sources_produce_no_executable_markup(source):
     assert "[^1]" in page.text and "^[inline note]" in page.text and "forged" in page.text
     assert "<script>alert(1)</script>" in page.text  # shown as text, not run
     assert source_fields(source).label in page.text
-    assert _CLEANER.clean(html) == html
+    assert CLEANER.clean(html) == html
 
 
 def test_a_forged_placeholder_in_the_answer_stays_text():

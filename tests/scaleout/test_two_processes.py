@@ -132,7 +132,10 @@ def test_a_turn_asked_on_one_process_is_watched_live_on_the_other(django_user_mo
                 ) as watcher,
             ):
                 await watcher.send(json.dumps({"type": "sync", "cursors": {}, "newest_turn_id": 0}))
-                await asyncio.sleep(0.3)  # the watcher is subscribed before the question goes
+                # A frame the watcher's page refuses is answered after its page has joined
+                # the chat (a consumer handles frames once it is connected): listed, in Redis.
+                await watcher.send(json.dumps({"type": "listed?"}))
+                assert json.loads(await watcher.recv())["type"] == "error"
                 await asker.send(
                     json.dumps({"type": "ask", "message": "Watch me", "research_effort": "lite"})
                 )

@@ -1,8 +1,9 @@
 """A stand-in for Anthropic's Messages API: `POST /v1/messages`, scripted per test.
 
-It speaks the wire the official `anthropic` SDK reads (notes/PROTOCOL.md): SSE with an `event:`
-line before each `data:` line, and `{"type": "error", "error": {"type", "message"}}` both as a
-refused request's body and as a mid-stream `error` event. The scripting is `demo_agent.scripted`.
+It speaks the wire the official `anthropic` SDK reads (docs/PROTOCOL.md, "Anthropic (Messages
+API)"): SSE with an `event:` line before each `data:` line, and `{"type": "error", "error": {"type",
+"message"}}` both as a refused request's body and as a mid-stream `error` event. The scripting is
+`demo_agent.scripted`.
 """
 
 from __future__ import annotations

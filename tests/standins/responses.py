@@ -1,9 +1,9 @@
 """A stand-in for the Responses API (OpenAI and xAI): `POST /v1/responses`, scripted per test.
 
-It speaks the wire the official `openai` SDK reads (notes/PROTOCOL.md): SSE with an `event:`
-line before each `data:` line, every event carrying `type` and `sequence_number`, and each
-provider's error JSON on a refused request. The scripting itself (queued replies, recorded
-requests, sleeps, stalls, drops, capture replay) is `demo_agent.scripted`.
+It speaks the wire the official `openai` SDK reads (docs/PROTOCOL.md, "OpenAI and xAI (Responses
+API)"): SSE with an `event:` line before each `data:` line, every event carrying `type` and
+`sequence_number`, and each provider's error JSON on a refused request. The scripting itself (queued
+replies, recorded requests, sleeps, stalls, drops, capture replay) is `demo_agent.scripted`.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class ProviderConfig:
 class ProviderStream(Protocol):
     """One run against a provider: its events, and how many lines had to be skipped.
 
-    Failures raise `chats.agent.client.AgentError` with the same kinds the Bigdata client uses
+    Failures raise `chats.agent.AgentError` with the same kinds the Bigdata client uses
     (http, unreachable, stalled, dropped, agent), so every provider's turn ends the same way.
     """
 
@@ -96,7 +96,7 @@ class Provider:
 
     Its settings are read here, by name, so that listing the agents on a page never imports an
     SDK: `openai` and `anthropic` together put ~150,000 objects on the heap for every full
-    garbage collection to walk (docs/PERFORMANCE.md).
+    garbage collection to walk (docs/PERFORMANCE.md, "The garbage collector's settings").
     """
 
     name: str

@@ -1,11 +1,11 @@
 """Anthropic: the Messages API stream (`stream: true`) → typed events, and its client.
 
-The wire (notes/PROTOCOL.md): `message_start`, then per content block `content_block_start`,
-`content_block_delta` (`text_delta`, `citations_delta`, `input_json_delta`),
-`content_block_stop`; then `message_delta` (stop reason, usage), `message_stop`; or `error`.
-A text block that carries citations is the cited span (its whole text), so its citations are
-emitted when the block stops, marker at its end. Citation offsets (`start_char_index`...)
-point into the source, not the answer: they are kept as evidence, never as answer offsets.
+The wire (docs/PROTOCOL.md, "Anthropic (Messages API)"): `message_start`, then per content block
+`content_block_start`, `content_block_delta` (`text_delta`, `citations_delta`, `input_json_delta`),
+`content_block_stop`; then `message_delta` (stop reason, usage), `message_stop`; or `error`. A text
+block that carries citations is the cited span (its whole text), so its citations are emitted when
+the block stops, marker at its end. Citation offsets (`start_char_index`...) point into the source,
+not the answer: they are kept as evidence, never as answer offsets.
 
 A long server-side search may end a message with `stop_reason: "pause_turn"`. As Anthropic
 documents (https://docs.anthropic.com/en/docs/build-with-claude/tool-use/web-search-tool),

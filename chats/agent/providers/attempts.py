@@ -4,9 +4,6 @@ HTTP errors only happen before the first event, so that is the only time a call 
 (429, 5xx, connection failures), honouring Retry-After and otherwise backing off exponentially,
 and the page is told through `on_retry`. Once events have flowed a failure ends the run:
 replaying the request would bill and answer twice.
-
-It imports nothing of `chats.agent.client` at run time, so that the Bigdata client there can
-use it too without an import cycle.
 """
 
 from __future__ import annotations
@@ -17,14 +14,15 @@ import email.utils
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
 
 import httpx
 
+from chats.agent._http import AgentError
+from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.events import AgentEvent
-
-if TYPE_CHECKING:
-    from chats.agent.client import AgentError
+from chats.agent.sse import StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +121,6 @@ def transport_failure(
     `agent` names it mid-sentence ("the research agent", "Gemini"). Connecting failures and a
     connection dropped before the first event may be retried; a silence never is.
     """
-    from chats.agent.client import AgentError  # run time only: client imports this module
-
     named = agent[:1].upper() + agent[1:]
     if isinstance(error, httpx.ConnectError):
         logger.warning("%s connect failed: %s", named, type(error).__name__)
@@ -142,3 +138,43 @@ def transport_failure(
         return AgentError(f"The connection to {agent} dropped mid-answer.", kind="dropped")
     message = f"The connection to {agent} dropped before it answered."
     return RetryableFailure(AgentError(message, kind="dropped"))
+
+
+def refusal(
+    error: AgentError,
+    headers: Mapping[str, str] | None,
+    *,
+    started: bool = False,
+    retryable: frozenset[int] = RETRYABLE_STATUS,
+) -> Exception:
+    """What a client raises for a refused request: a RetryableFailure (honouring Retry-After)
+    when the status allows a retry and no event has come yet, else the error itself."""
+    if started or error.status not in retryable:
+        return error
+    return RetryableFailure(error, retry_after_seconds(headers))
+
+
+async def response_events(
+    opening: AbstractAsyncContextManager[httpx.Response],
+    reader: StreamReader,
+    *,
+    refuse: Callable[[httpx.Response], Exception],
+    agent: str,
+    host: str,
+    timeouts: Timeouts,
+) -> AsyncIterator[AgentEvent]:
+    """The events of one streamed request a client makes with httpx (`opening`: its
+    `client.stream(...)`): a refused request raises `refuse(response)` once its body is read,
+    each line of the body goes through `reader`, and a transport failure is worded by
+    `transport_failure` (retried only before the first event)."""
+    started = False
+    try:
+        async with opening as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise refuse(response)
+            async for event in aiter_events(aiter_text(response), reader):
+                started = True
+                yield event
+    except TRANSPORT_ERRORS as error:
+        raise transport_failure(error, started, agent, host, timeouts) from error

@@ -1,8 +1,8 @@
 """The Bigdata Research Agent adapter: its envelopes, messages and GROUNDING shapes → typed events.
 
-The one place that reads the Research Agent's JSON (seed 002 "Message types", seed 000
-"Grounding and citations", notes/PROTOCOL.md "GROUNDING sources"). Unknown types become
-`UnknownEvent`, kept and stored, never fatal (seed 002, "Forward compatibility").
+The one place that reads the Research Agent's JSON (docs/PROTOCOL.md, "Research
+Agent": "Events" and "GROUNDING"). Unknown types become
+`UnknownEvent`, kept and stored, never fatal: the API may add types.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def citation(data: Any) -> Citation:
     """Return one GROUNDING reference as a Citation; the span is judged later, by the core.
 
     Two shapes are in use: `{start, end, source, tool_name, audit_id}` and the older
-    `{start, end, source, tag: {tool_call_id, ref_id}, action_audits_id}` (PROTOCOL.md).
+    `{start, end, source, tag: {tool_call_id, ref_id}, action_audits_id}` (docs/PROTOCOL.md).
     """
     if not isinstance(data, dict):
         return Citation(start=None, end=None, source=None, problem="not an object", data=data)
@@ -160,7 +160,7 @@ def source_document(source: dict[str, Any]) -> SourceDocument:
 def source_key(source: dict[str, Any]) -> str:
     """Return the deduplication key: id, else URL, else headline, else a hash of the object.
 
-    Never the audit_id (seed 000: one tool call returns many sources). The kind prefix keeps an
+    Never the audit_id (one tool call returns many sources). The kind prefix keeps an
     id from colliding with an unrelated headline that happens to spell the same text.
     """
     return (

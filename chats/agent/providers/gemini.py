@@ -1,7 +1,7 @@
 """Google Gemini with Google Search grounding: its stream → typed events, and the client.
 
-The one place that reads Gemini's `GenerateContentResponse` JSON (seed 003, notes/PROTOCOL.md
-"What each provider's streaming body looks like on the wire"). The answer is the concatenation of
+The one place that reads Gemini's `GenerateContentResponse` JSON (docs/PROTOCOL.md,
+"Gemini"). The answer is the concatenation of
 candidate 0's text parts across chunks; `groundingMetadata` may come on any chunk and is merged;
 segment offsets are UTF-8 **byte** offsets into the answer and become code-point offsets here.
 The live client reads the body the official SDK receives, line by line, with the same reader
@@ -19,12 +19,11 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pydantic
 
-from chats.agent.client import AgentError, http_transport, stream_timeout
+from chats.agent._http import Upstream, host_of, http_transport, redact, refused, stream_timeout
 from chats.agent.events import (
     ActionEvent,
     AgentEvent,
@@ -36,15 +35,12 @@ from chats.agent.events import (
 )
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
-    RETRYABLE_STATUS,
     TRANSPORT_ERRORS,
-    RetryableFailure,
     RetryNotice,
-    retry_after_seconds,
+    refusal,
     transport_failure,
     with_retries,
 )
-from chats.agent.redaction import redact
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
@@ -55,6 +51,13 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_MODEL = "gemini-2.5-flash"
 API_VERSION = "v1beta"  # where Google documents Search grounding (the SDK defaults to v1)
 WEB_SEARCH = "web_search"
+GEMINI = Upstream(
+    "Gemini",
+    brand="Gemini",
+    variable="GEMINI_API_KEY",
+    bad_key_statuses=frozenset({401, 403}),
+    not_found="the model (check GEMINI_MODEL)",
+)
 
 # finishReason values that end the answer normally; any other is a stop we tell the user about.
 FINISHED = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
@@ -461,9 +464,8 @@ class GeminiClient:
             except errors.APIError as error:
                 raise self._api_error(error, started) from None
             except TRANSPORT_ERRORS as error:
-                raise transport_failure(
-                    error, started, "Gemini", self._host(), self.config
-                ) from None
+                host = host_of(self.config.base_url or DEFAULT_BASE_URL)
+                raise transport_failure(error, started, "Gemini", host, self.config) from None
             finally:
                 self.malformed_lines = reader.malformed_lines
             for event in [*transport.take(), *reader.close()]:
@@ -474,29 +476,9 @@ class GeminiClient:
         status = int(error.code or 0)
         detail = redact(str(error.message or error.status or ""), self.config.api_key)
         body = redact(json.dumps(error.details, default=str), self.config.api_key)
-        bad_key = status in {401, 403} or (
-            status == 400 and ("API_KEY_INVALID" in body or "API key not valid" in body)
-        )
-        if bad_key:
-            message = "Gemini did not accept the API key (check GEMINI_API_KEY)."
-        elif status == 404:
-            message = f"Gemini could not find the model (check GEMINI_MODEL): {detail}."
-        elif status == 429:
-            message = f"Gemini is rate limiting requests; retried and gave up: {detail}."
-        elif status == 400:
-            message = f"Gemini rejected the request: {detail}."
-        else:
-            message = f"Gemini failed (HTTP {status}): {detail}."
-        agent_error = AgentError(message.replace(": .", "."), kind="http", status=status)
-        if started or status not in RETRYABLE_STATUS:
-            return agent_error
-        response = getattr(error, "response", None)
-        headers = getattr(response, "headers", None)
-        return RetryableFailure(agent_error, retry_after_seconds(headers))
-
-    def _host(self) -> str:
-        base = self.config.base_url or DEFAULT_BASE_URL
-        return urlsplit(base).netloc or base
+        bad_key = status == 400 and ("API_KEY_INVALID" in body or "API key not valid" in body)
+        headers = getattr(getattr(error, "response", None), "headers", None)
+        return refusal(refused(GEMINI, status, detail, bad_key=bad_key), headers, started=started)
 
 
 @functools.cache

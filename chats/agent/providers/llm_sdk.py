@@ -1,25 +1,30 @@
 """An agent built on llm-sdk (hoangvvo/llm-sdk): its stream → typed events, and the client.
 
-The one place that reads llm-sdk's `PartialModelResponse` lines (seed 001, notes/PROTOCOL.md):
-`{"delta": {"index": N, "part": {...}}}` and `{"usage": {...}}`, one per JSON line or SSE
-`data:` line. Deltas merge per part index as llm-sdk's `StreamAccumulator` does: text is
-appended, each `citation` appended to that part's list, and a text part's citations cite that
-part's whole text.
+The one place that reads llm-sdk's `PartialModelResponse` lines (docs/PROTOCOL.md, "llm-sdk
+agents"): `{"delta": {"index": N, "part": {...}}}` and `{"usage": {...}}`, one per JSON line or SSE
+`data:` line. Deltas merge per part index as llm-sdk's `StreamAccumulator` does: text is appended,
+each `citation` appended to that part's list, and a text part's citations cite that part's whole
+text.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from chats.agent.aiohttp_transport import aiter_text
-from chats.agent.client import AgentError, http_transport, stream_timeout
+from chats.agent._http import (
+    Upstream,
+    error_detail,
+    host_of,
+    http_transport,
+    redact,
+    refused,
+    stream_timeout,
+)
 from chats.agent.events import (
     AgentEvent,
     AnswerEvent,
@@ -29,21 +34,20 @@ from chats.agent.events import (
     ThinkingEvent,
 )
 from chats.agent.providers import ProviderConfig, ProviderRequest
-from chats.agent.providers.attempts import (
-    RETRYABLE_STATUS,
-    TRANSPORT_ERRORS,
-    RetryableFailure,
-    RetryNotice,
-    retry_after_seconds,
-    transport_failure,
-    with_retries,
-)
-from chats.agent.redaction import redact
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader, aiter_events
+from chats.agent.providers.attempts import RetryNotice, refusal, response_events, with_retries
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
 logger = logging.getLogger(__name__)
+
+LLM_SDK = Upstream(
+    "the llm-sdk agent",
+    brand="llm-sdk agent",
+    variable="LLMSDK_AGENT_TOKEN",
+    credential="token",
+    bad_key_statuses=frozenset({401, 403}),
+)
 
 
 @dataclass
@@ -264,61 +268,26 @@ class LlmSdkClient:
         }
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        started = False
         async with httpx.AsyncClient(
             timeout=timeout, transport=self._transport or http_transport()
         ) as client:
-            try:
-                async with client.stream(
-                    "POST",
-                    self.config.base_url,
-                    json=request_body(self.request, self.config.model),
-                    headers=headers,
-                ) as response:
-                    if response.status_code >= 400:
-                        await response.aread()
-                        raise self._http_error(response)
-                    async for event in aiter_events(aiter_text(response), reader):
-                        started = True
-                        yield event
-            except TRANSPORT_ERRORS as error:
-                raise transport_failure(
-                    error, started, "the llm-sdk agent", self._host(), self.config
-                ) from None
+            opening = client.stream(
+                "POST",
+                self.config.base_url,
+                json=request_body(self.request, self.config.model),
+                headers=headers,
+            )
+            events = response_events(
+                opening,
+                reader,
+                refuse=self._http_error,
+                agent="the llm-sdk agent",
+                host=host_of(self.config.base_url),
+                timeouts=self.config,
+            )
+            async for event in events:
+                yield event
 
     def _http_error(self, response: httpx.Response) -> Exception:
-        status = response.status_code
-        detail = redact(_detail(response), self.config.api_key)
-        if status in {401, 403}:
-            message = "The llm-sdk agent did not accept the token (check LLMSDK_AGENT_TOKEN)."
-        elif status == 429:
-            message = "The llm-sdk agent is rate limiting requests; retried and gave up"
-        elif status == 400 or status == 422:
-            message = "The llm-sdk agent rejected the request"
-        else:
-            message = f"The llm-sdk agent failed (HTTP {status})"
-        if status not in {401, 403}:
-            message = f"{message}: {detail}." if detail else f"{message}."
-        error = AgentError(message, kind="http", status=status)
-        if status in RETRYABLE_STATUS:
-            return RetryableFailure(error, retry_after_seconds(response.headers))
-        return error
-
-    def _host(self) -> str:
-        return urlsplit(self.config.base_url).netloc or self.config.base_url
-
-
-def _detail(response: httpx.Response) -> str:
-    """The error body's message: `{"error": {"message"}}`, `{"error": "..."}`, `detail`, text."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        return response.text.strip()[:2000]
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            return str(error.get("message") or "")
-        for value in (error, body.get("detail"), body.get("message")):
-            if isinstance(value, str):
-                return value
-    return ""
+        detail = redact(error_detail(response), self.config.api_key)
+        return refusal(refused(LLM_SDK, response.status_code, detail), response.headers)

@@ -1,10 +1,10 @@
 """OpenAI and xAI: the Responses API stream (`stream: true`) → typed events, and their clients.
 
-The wire (notes/PROTOCOL.md, "What each provider's streaming body looks like"): `event:` lines
+The wire (docs/PROTOCOL.md, "OpenAI and xAI (Responses API)"): `event:` lines
 naming `response.output_text.delta` (the answer), `response.output_text.annotation.added` and
 `response.completed` (`url_citation` annotations, offsets in characters of the output text),
 `response.failed` and `error`. Both providers write inline citation links into the text,
-which the annotations span: xAI `[[N]](url)` (seed 004), OpenAI's web search
+which the annotations span: xAI `[[N]](url)`, OpenAI's web search
 ` ([host](url))`. We remove those links and put a footnote marker where they stood, so the
 answer reads as prose and our resolver numbers the footnotes. The provider's own numbers (its
 `title: "1"`) are not trusted.
@@ -71,7 +71,7 @@ class _LinkShape:
         return found.start() if found else -1
 
 
-# xAI: `[[N]](url)` (seed 004). OpenAI web search: ` ([host](url))`; the space and the
+# xAI: `[[N]](url)`. OpenAI web search: ` ([host](url))`; the space and the
 # parentheses go with the link, so "held in May. ([x.org](u))" reads "held in May.[^1]".
 LINK_SHAPES = {
     "xai": _LinkShape([r"\[", r"\[", r"\d{1,4}", r"\]", r"\]", r"\("], [r"\)"], "["),
@@ -442,7 +442,7 @@ class ResponsesAdapter:
         events.extend(self._annotate_waiting(final=True))
         if uncited := self._uncited_links():
             events.append(GroundingEvent(citations=tuple(uncited)))
-        consulted = response.get("citations")  # xAI: every URL the agent looked at (seed 004)
+        consulted = response.get("citations")  # xAI: every URL the agent looked at
         if isinstance(consulted, list) and consulted:
             results = tuple(s for url in consulted if (s := self._source(url, None)) is not None)
             call = ToolCall(

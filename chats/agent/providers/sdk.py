@@ -20,17 +20,16 @@ from typing import Any
 
 import httpx2  # the HTTP library both SDKs are built on; mid-body failures surface as its errors
 
-from chats.agent.client import AgentError
+from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
 from chats.agent.events import AgentEvent
 from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     RetryableFailure,
     RetryNotice,
-    retry_after_seconds,
+    refusal,
     with_retries,
 )
-from chats.agent.redaction import redact
 from chats.agent.sse import StreamMessage
 
 logger = logging.getLogger(__name__)
@@ -84,19 +83,8 @@ class SdkStream:
         )
 
     def _http_error(self, status: int, detail: str) -> AgentError:
-        messages = {
-            400: f"{self.provider} rejected the request",
-            401: f"{self.provider} did not accept the API key (check {self.key_variable})",
-            403: f"The {self.provider} API key is not allowed to make this request",
-            404: f"{self.provider} could not find what was asked for",
-            422: f"{self.provider} found the request invalid",
-            429: f"{self.provider} is rate limiting requests; retried and gave up",
-            529: f"{self.provider} is overloaded; retried and gave up",
-        }
-        message = messages.get(status, f"{self.provider} failed (HTTP {status})")
-        if detail and status != 401:
-            message = f"{message}: {detail}"
-        return AgentError(message.rstrip(".") + ".", kind="http", status=status)
+        upstream = Upstream(self.provider, brand=self.provider, variable=self.key_variable)
+        return refused(upstream, status, detail)
 
     # --- the run ---
 
@@ -137,9 +125,8 @@ class SdkStream:
                     yield event
                 return
             failure = self._http_error(error.status_code, self._detail(body))
-            if started or error.status_code not in RETRYABLE:
-                raise failure from None
-            raise RetryableFailure(failure, retry_after_seconds(error.response.headers)) from None
+            headers = error.response.headers
+            raise refusal(failure, headers, started=started, retryable=RETRYABLE) from None
         except self.vendor.APITimeoutError:
             failure = AgentError(
                 f"{self.provider} did not answer within {self.config.connect_timeout:g} s.",
@@ -203,7 +190,7 @@ class SdkStream:
 
     def _detail(self, body: Any) -> str:
         """The error's message from any provider's error JSON, with the key masked."""
-        return redact(_message(body), self.config.api_key)
+        return redact(error_detail(body), self.config.api_key)
 
 
 def wire_document(item: Any) -> dict[str, Any]:
@@ -211,22 +198,6 @@ def wire_document(item: Any) -> dict[str, Any]:
     if isinstance(item, dict):
         return item
     return item.model_dump(mode="json", exclude_unset=True, warnings=False)
-
-
-def _message(body: Any) -> str:
-    """OpenAI `{"error": {"message"}}` (the SDK may pass the inner object), Anthropic
-    `{"type": "error", "error": {"type", "message"}}`, xAI `{"code", "error": "..."}`."""
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            return _message(error)
-        if isinstance(error, str):
-            return error
-        for key in ("message", "detail", "code"):
-            if isinstance(body.get(key), str):
-                return body[key]
-        return ""
-    return body if isinstance(body, str) else ""
 
 
 def _is_stream_error(body: Any) -> bool:

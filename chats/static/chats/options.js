@@ -1,5 +1,5 @@
 // The composer's question options: a panel behind the "Options" button whose values travel
-// with every `ask` frame (chats/run/options.py checks them and remembers them on the chat).
+// with every `ask` frame (chats/agent/options.py checks them and remembers them on the chat).
 // chat.js asks `window.questionOptions.current()` for them; the server sends only what is set.
 (() => {
   "use strict";

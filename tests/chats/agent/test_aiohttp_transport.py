@@ -16,7 +16,7 @@ import pytest
 import trustme
 import uvloop
 
-from chats.agent import aiohttp_transport
+from chats.agent import aiohttp_transport, close_http_sessions, http_transport, ssl_context
 from chats.agent.aiohttp_transport import (
     AiohttpTransport,
     _ConnectionProtocol,
@@ -24,10 +24,10 @@ from chats.agent.aiohttp_transport import (
     environment_proxies,
     new_session,
 )
-from chats.agent.client import close_http_sessions, http_transport, ssl_context
-from chats.live.ticks import Ticks
+from chats.loop.ticks import Ticks
 from chats.run.lifespan import shut_down
 from tests.servers import free_port
+from tests.waiting import wait_until
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 HEADERS = (
@@ -384,10 +384,7 @@ async def test_a_body_left_unread_closes_its_connection():
                 break  # the turn is stopped here
         released.set()
         assert b"".join(await read_body(url, http_transport(), as_read)) == EVENT
-        for _ in range(100):
-            if server.closed_by_client:
-                break
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: server.closed_by_client)
         assert server.connections == 2
         assert server.closed_by_client == [1]  # the second stays in the pool
 
@@ -421,10 +418,7 @@ async def test_the_servers_shutdown_closes_the_pool():
     async with server.running() as url:
         await read_body(url, http_transport(), as_read)
         await shut_down()
-        for _ in range(100):
-            if server.closed_by_client:
-                break
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: server.closed_by_client)
         assert server.closed_by_client == [1]
 
 
@@ -464,7 +458,7 @@ async def test_a_turn_sent_on_a_connection_the_agent_is_closing_is_retried_on_a_
     assert notices == ["The connection to the research agent dropped before it answered."]
 
 
-# --- Paced streams are read once per tick (chats.live.ticks) ------------------------------------
+# --- Paced streams are read once per tick (chats.loop.ticks) ------------------------------------
 
 
 def numbered(n: int) -> bytes:
@@ -499,7 +493,7 @@ def sends(*parts: tuple[int, float | None]) -> Handler:
 
 
 class CountedTicks:
-    """The relay's ticks (chats.live.ticks.Ticks), counting the reads that waited for one."""
+    """The relay's ticks (chats.loop.ticks.Ticks), counting the reads that waited for one."""
 
     def __init__(self, interval: float) -> None:
         self.ticks = Ticks(interval)

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from chats.agent.client import AgentError, AgentRequest, AgentSettings, AgentStream
+from chats.agent import AgentError
+from chats.agent.client import AgentRequest, AgentSettings, AgentStream
 from chats.agent.transcript import Transcript
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from tests.servers import free_port, serve_asgi
@@ -70,7 +71,7 @@ async def test_first_question_sends_no_continuity_fields(upstream):
     [
         (400, "message too long", "rejected the request: message too long"),
         (401, "Invalid API key", "did not accept the API key"),
-        (403, "model tier pro not entitled", "not entitled to this request: model tier pro"),
+        (403, "model tier pro not entitled", "not allowed to make this request: model tier pro"),
         (404, "Not Found", "could not find"),
         (
             422,

@@ -128,7 +128,8 @@ def test_only_configured_agents_are_offered_and_the_default_falls_back(settings,
 def test_listing_the_agents_imports_no_sdk():
     """The SDKs load when a chat first asks their agent, not when the site starts or a page
     lists the agents: importing openai and anthropic put ~150,000 objects on the heap that every
-    full garbage collection walked again, mid-stream (docs/PERFORMANCE.md)."""
+    full garbage collection walked again, mid-stream (docs/PERFORMANCE.md,
+    "The garbage collector's settings")."""
     script = (
         "import sys, django; django.setup()\n"
         "import researchsite.asgi\n"

@@ -14,6 +14,7 @@ from chats.library import search
 from chats.library.search import SearchIndexQueue
 from chats.models import Chat, ChatSearchDocument, Turn
 from tests.chats.refusals import refusing
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,10 +86,7 @@ async def test_a_batch_that_failed_while_serving_is_indexed_by_a_later_catch_up_
 
     queue.keep_catching_up(every=timedelta(seconds=0.05))
     try:
-        for _ in range(200):
-            if await indexed_in_order():
-                break
-            await asyncio.sleep(0.05)
+        await wait_until(indexed_in_order)
     finally:
         await queue.drain()
     assert await indexed_in_order() == [chat_id]

@@ -11,11 +11,12 @@ from channels.db import database_sync_to_async
 from django.db import DatabaseError, connection
 
 from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
-from chats.live.event_log import EventLog, PendingEvent, _insert_sqlite, _write_now
-from chats.live.relay import RelayFrame, get_relay
-from chats.live.ticks import Ticks, tick_number
+from chats.live.event_log import EventLog, PendingEvent, insert_sqlite_rows, write_batch
+from chats.live.relay import RelayFrame, close_relay, get_relay
+from chats.loop.ticks import Ticks, tick_number
 from chats.models import Chat, Turn, TurnEvent
 from tests.chats.refusals import refusing
+from tests.waiting import run_on_virtual_clock, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,6 +34,10 @@ def make_turn(user) -> Turn:
 @database_sync_to_async
 def stored(turn: Turn) -> list[tuple[int, dict]]:
     return list(TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "data"))
+
+
+async def stored_contents(turn: Turn) -> list[str]:
+    return [d["content"] for _, d in await stored(turn)]
 
 
 class Page:
@@ -56,8 +61,9 @@ async def listen(chat_id: int) -> Page:
     return page
 
 
-async def frames_on(page: Page, timeout: float = 0.3) -> list[dict]:
-    await asyncio.sleep(timeout)  # with Redis, frames from elsewhere arrive by then
+async def frames_on(page: Page) -> list[dict]:
+    """The frames delivered to the page: in its own process a publish delivers before it
+    returns, so a flush's frames are there once the flush is."""
     return page.frames
 
 
@@ -135,7 +141,7 @@ async def test_a_refused_event_raises_djangos_error_class(user):
     turn = await make_turn(user)
     bad = PendingEvent(turn.chat_id, turn.pk, 1, POISONS["nan"], POISONS["nan"].data)
     with pytest.raises(DatabaseError) as refused:
-        await database_sync_to_async(_write_now)([bad])
+        await database_sync_to_async(write_batch)([bad])
     assert type(refused.value).__module__ == "django.db.utils"
 
 
@@ -144,7 +150,7 @@ def test_sqlite_batches_stay_within_a_build_that_allows_fewer_variables():
     raw.execute("CREATE TABLE events (turn_id, seq, type, data, received_at)")
     raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # SQLite's default before 3.32
     rows = [(1, seq, "ANSWER", f'{{"n": {seq}}}') for seq in range(1, 2501)]
-    _insert_sqlite(raw, "events", rows, "2026-01-01 00:00:00")
+    insert_sqlite_rows(raw, "events", rows, "2026-01-01 00:00:00")
     stored_rows = raw.execute("SELECT turn_id, seq, type, data FROM events ORDER BY seq").fetchall()
     assert stored_rows == rows
 
@@ -190,55 +196,72 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
     log.append(poisoned.chat_id, poisoned.pk, 1, POISONS["nan"])
     for seq in range(1, 6):
         log.append(healthy.chat_id, healthy.pk, seq, answer(str(seq)))
-        await asyncio.sleep(0.05)
-    frames = await frames_on(healthy_page, timeout=0.5)
+        await asyncio.sleep(0.05)  # a paced stream: its events span several ticks
+    await wait_until(lambda: sum(len(f["events"]) for f in healthy_page.frames) >= 5)
+    frames = await frames_on(healthy_page)
     assert [e["content"] for f in frames for e in f["events"]] == ["1", "2", "3", "4", "5"]
     assert log.failure(poisoned.pk) is not None
 
 
-async def test_the_flusher_writes_at_the_relays_next_tick(user):
-    """The coalescing window ends at a tick of the relay's clock (chats.live.ticks), not a whole
-    interval after the window's first event."""
-    turn = await make_turn(user)
-    page = await listen(turn.chat_id)
-    loop = asyncio.get_running_loop()
+def test_the_flusher_writes_at_the_relays_next_tick(user, settings):
+    """The coalescing window ends at a tick of the relay's clock (chats.loop.ticks), not a whole
+    interval after the window's first event. On a virtual clock: the times are exact (and no
+    socket is read, so the pages are in this process's relay)."""
+    settings.REDIS_URL = ""
     interval = 1.0
-    log = EventLog(Ticks(interval))
-    tick = tick_number(loop.time() + 0.5, interval) * interval
-    await asyncio.sleep(tick - interval + 0.3 - loop.time())
-    appended = loop.time()  # about 0.3 s after a tick
-    log.append(turn.chat_id, turn.pk, 1, answer("a"))
-    await asyncio.wait_for(page.delivered.wait(), 3)
-    relayed = loop.time()
-    assert relayed >= tick - 0.002  # not before it (uvloop's clock counts in ms)
-    assert relayed - appended < 0.85  # 1.0 when the window is counted from its first event
-    assert [d["content"] for _, d in await stored(turn)] == ["a"]
+
+    async def main(loop):
+        turn = await make_turn(user)
+        page = await listen(turn.chat_id)
+        log = EventLog(Ticks(interval))
+        try:
+            tick = tick_number(loop.time() + 0.5, interval) * interval
+            await asyncio.sleep(tick - interval + 0.3 - loop.time())  # 0.3 s after a tick
+            log.append(turn.chat_id, turn.pk, 1, answer("a"))
+            await page.delivered.wait()
+            return tick, loop.time(), await stored(turn)
+        finally:
+            await log.close()
+            await close_relay()
+
+    tick, relayed, rows = run_on_virtual_clock(main)
+    assert relayed == pytest.approx(tick)  # 0.7 s after the event, not the 1.0 of a window
+    assert [d["content"] for _, d in rows] == ["a"]
 
 
-async def test_what_a_paced_stream_reads_at_a_tick_goes_out_with_that_ticks_flush(user):
+def test_what_a_paced_stream_reads_at_a_tick_goes_out_with_that_ticks_flush(user, settings):
     """The flusher waits for the same tick as the paced streams' readers, then lets them append
-    what they read before it writes: one frame, no event held back a whole window."""
-    turn = await make_turn(user)
-    page = await listen(turn.chat_id)
-    loop = asyncio.get_running_loop()
-    ticks = Ticks(0.5)
-    log = EventLog(ticks)
-    await ticks.wait()
-    await asyncio.sleep(0.3)  # a window counted from the first event would end 0.3 s late
-    log.append(turn.chat_id, turn.pk, 1, answer("before the tick"))
-    await asyncio.sleep(0)  # the flusher starts, and is the tick's first waiter
+    what they read before it writes: one frame, no event held back a whole window (on a
+    virtual clock, in this process's relay)."""
+    settings.REDIS_URL = ""
 
-    async def paced_reader() -> None:
-        await ticks.wait()
-        log.append(turn.chat_id, turn.pk, 2, answer("read at the tick"))
+    async def main(loop):
+        turn = await make_turn(user)
+        page = await listen(turn.chat_id)
+        ticks = Ticks(0.5)
+        log = EventLog(ticks)
+        try:
+            await ticks.wait()
+            await asyncio.sleep(0.3)  # a window counted from the first event would end 0.3 s late
+            log.append(turn.chat_id, turn.pk, 1, answer("before the tick"))
+            await asyncio.sleep(0)  # the flusher starts, and is the tick's first waiter
 
-    tick = tick_number(loop.time(), 0.5) * 0.5
-    await paced_reader()
-    await asyncio.wait_for(page.delivered.wait(), 2)
-    relayed = loop.time()
-    (frame,) = page.frames  # one frame: the reader's event was not left for the next tick
+            async def paced_reader() -> None:
+                await ticks.wait()
+                log.append(turn.chat_id, turn.pk, 2, answer("read at the tick"))
+
+            tick = tick_number(loop.time(), 0.5) * 0.5
+            await paced_reader()
+            await page.delivered.wait()
+            return tick, loop.time(), page.frames
+        finally:
+            await log.close()
+            await close_relay()
+
+    tick, relayed, frames = run_on_virtual_clock(main)
+    (frame,) = frames  # one frame: the reader's event was not left for the next tick
     assert [e["content"] for e in frame["events"]] == ["before the tick", "read at the tick"]
-    assert relayed < tick + 0.25
+    assert relayed == pytest.approx(tick)
 
 
 @pytest.mark.skipif(
@@ -257,12 +280,12 @@ async def test_a_transient_refusal_is_retried_in_order_and_fails_nothing(user, o
         await asyncio.sleep(0.1)
         log.append(waiting.chat_id, waiting.pk, 2, answer("then "))
         log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
-        await asyncio.sleep(0.5)
-        assert [d["content"] for _, d in await stored(other)] == ["meanwhile"]
+        await wait_until(lambda: stored_contents(other))
+        assert await stored_contents(other) == ["meanwhile"]
         assert await stored(waiting) == []
     finally:
         await database_sync_to_async(refusal.__exit__)(None, None, None)
-    await asyncio.sleep(1.5)  # the flusher retries every RETRY_DELAY
+    await wait_until(lambda: stored_contents(waiting))  # the flusher retries every RETRY_DELAY
     log.append(waiting.chat_id, waiting.pk, 3, answer("done"))
     await log.flush()
     assert [s for s, _ in await stored(waiting)] == [1, 2, 3]
@@ -286,7 +309,7 @@ async def test_a_refusal_that_outlasts_the_grace_fails_the_turn(user, other_user
     try:
         log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT"))
         log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
-        await asyncio.sleep(1.5)
+        await wait_until(lambda: told)  # past TRANSIENT_GRACE
     finally:
         await database_sync_to_async(refusal.__exit__)(None, None, None)
     assert told and told[0].startswith("Part of this answer could not be saved")

@@ -12,12 +12,10 @@ import pytest
 from channels.layers import get_channel_layer
 
 from chats.agent.providers.bigdata import event_from_message
+from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
 from chats.live.protocol import (
-    LEAF,
     Ask,
-    ErrorCode,
-    FrameError,
     Rerun,
     Stop,
     Sync,
@@ -25,6 +23,7 @@ from chats.live.protocol import (
     event_view,
     stored_event_view,
 )
+from chats.models import LEAF
 
 # --- A checker for the TypedDict schemas -------------------------------------------------------
 

@@ -7,7 +7,7 @@ import asyncio
 import inspect
 import json
 import textwrap
-import time
+import threading
 
 import pytest
 from channels.consumer import AsyncConsumer
@@ -18,6 +18,7 @@ from chats.models import Turn, TurnEvent
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.chats.conftest import events_of, sse
 from tests.chats.live.test_protocol import assert_server_frame
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,17 +114,21 @@ async def test_a_frame_is_answered_while_the_database_thread_is_busy(connect, us
     stored, say) unless handling it needs the database."""
     client = await connect(user, chat)
     await database_sync_to_async(lambda: None)()  # the page's opening is done with the thread
-    busy = asyncio.ensure_future(database_sync_to_async(time.sleep)(1.5))
+    entered, release = threading.Event(), threading.Event()
+
+    def hold_the_thread() -> None:
+        entered.set()
+        release.wait(30)
+
+    busy = asyncio.ensure_future(database_sync_to_async(hold_the_thread)())
     try:
-        await asyncio.sleep(0.05)  # the shared database thread is sleeping now
-        started = time.monotonic()
+        await wait_until(entered.is_set)  # the shared database thread is held now
         await client.communicator.send_to(text_data="not json")
-        frame = await client.receive()
-        answered_in = time.monotonic() - started
+        frame = await client.receive()  # times out if the frame waited for the thread
         assert frame["code"] == "bad_frame"
         assert not busy.done()
-        assert answered_in < 0.75, answered_in
     finally:
+        release.set()
         await busy
 
 
@@ -299,11 +304,12 @@ async def test_closing_the_tab_does_not_stop_the_answer(connect, user, chat, ups
     client = await connect(user, chat)
     turn_id = await ask(client)
     await client.close()
-    for _ in range(100):
-        turn = await get_turn(turn_id)
-        if turn.is_finished:
-            break
-        await asyncio.sleep(0.05)
+
+    async def finished() -> bool:
+        return (await get_turn(turn_id)).is_finished
+
+    await wait_until(finished)
+    turn = await get_turn(turn_id)
     assert turn.status == Turn.Status.COMPLETE
     assert turn.answer_text == "Still written after the tab closed."
 
@@ -345,7 +351,7 @@ async def test_a_late_page_replays_from_zero_then_follows_live(connect, user, ch
     upstream.queue(Reply.events(*answer_stream("alpha beta gamma delta", pieces=6), pause=0.05))
     first = await connect(user, chat)
     turn_id = await ask(first)
-    await asyncio.sleep(0.15)
+    await first.receive_until("turn.events", turn_id=turn_id)  # mid-answer
     late = await connect(user, chat)
     await late.send({"type": "sync", "cursors": {str(turn_id): 0}, "newest_turn_id": turn_id})
     frames = await late.receive_until("turn.finished", turn_id=turn_id)
@@ -565,7 +571,7 @@ async def test_twenty_asks_at_once_reach_the_agent_at_most_three_times(
     assert len(refused) == 20 - len(started)
     expected_codes = {"turn_in_progress"} if chats == 1 else {"turn_in_progress", "too_many_turns"}
     assert set(refused) == expected_codes
-    await asyncio.sleep(0.3)
+    await wait_until(lambda: len(upstream.requests) >= len(started))
     assert len(upstream.requests) == len(started)
     await get_registry().shutdown()
 
@@ -576,8 +582,9 @@ def test_turn_start_counts_concurrent_asks_across_database_connections(user, set
 
     from django.db import connection
 
+    from chats.errors import TurnStartError
     from chats.models import Chat
-    from chats.services import TurnStartError, turn_start
+    from chats.services import turn_start
 
     chats = [Chat.objects.create(owner=user) for _ in range(5)]
 

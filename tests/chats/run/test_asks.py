@@ -1,4 +1,4 @@
-"""Asks started together: one transaction for a burst, each ask's refusal its own (issue 13)."""
+"""Asks started together: one transaction for a burst, each ask's refusal its own."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from channels.db import database_sync_to_async
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from chats.live.protocol import ErrorCode
+from chats.errors import ErrorCode, TurnStartError
 from chats.models import Chat, Turn
 from chats.run.asks import ask_start, get_ask_batches
-from chats.services import TurnAsk, TurnStartError, turn_start, turn_start_many
+from chats.services import TurnAsk, turn_start, turn_start_many
 from demo_agent.scripted import Reply
 from tests.chats.conftest import events_of
 from tests.chats.refusals import refusals_fixture

@@ -6,7 +6,6 @@ loopback port. Where the database must refuse a write, a trigger in the test dat
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
@@ -19,6 +18,7 @@ from demo_agent.scripted import Reply, Sleep, answer_stream
 from tests.chats.conftest import events_of, sse
 from tests.chats.refusals import refusals_fixture
 from tests.servers import serve_asgi
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,10 +59,7 @@ async def start_two_users(connect, user, other_user, upstream, first_reply: Repl
     poisoned_client = await connect(user, poisoned_chat)
     healthy_client = await connect(other_user, healthy_chat)
     poisoned_id = await ask(poisoned_client)
-    for _ in range(100):  # the stand-in answers in request order: the poisoned reply first
-        if upstream.requests:
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: upstream.requests)  # answered in request order: poisoned first
     upstream.queue(Reply.events(*answer_stream(HEALTHY_ANSWER, pieces=10), pause=0.05))
     healthy_id = await ask(healthy_client, "And AMD?")
     return poisoned_client, poisoned_id, healthy_client, healthy_id
@@ -243,7 +240,7 @@ def test_the_raw_json_of_the_poisons_is_what_the_issue_describes():
 
 
 async def test_the_demo_agent_answers_five_follow_ups_in_one_chat(connect, user, chat, settings):
-    """Issue 9: the third follow-up overflowed the 500-character checkpoint column."""
+    """The third follow-up overflowed the 500-character checkpoint column."""
     from demo_agent import DemoAgentApp
 
     questions = [

@@ -10,8 +10,8 @@ import logging
 
 import pytest
 
+from chats.answer.display import duration_text
 from chats.models import Turn, TurnEvent
-from chats.run.runner import _duration_text
 from demo_agent.scripted import Reply, Sleep, answer_stream
 from tests.chats.conftest import events_of, sse
 
@@ -153,7 +153,7 @@ def answer_stream_lines(text: str) -> list[str]:
 
 
 def test_durations_are_said_the_way_people_say_them():
-    assert [_duration_text(s) for s in (1800, 60, 90, 1, 0.5)] == [
+    assert [duration_text(s) for s in (1800, 60, 90, 1, 0.5)] == [
         "30 minutes",
         "1 minute",
         "90 seconds",

@@ -3,7 +3,6 @@ dropped stream with its execution_id, and errors in plain words."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from http import HTTPStatus
 
@@ -17,6 +16,7 @@ from chats.run.workflows import WorkflowRequest, placeholders, workflow_url
 from demo_agent import DemoAgentApp
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.servers import serve_asgi
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,13 +31,12 @@ async def run_form(client: AsyncClient, **form) -> object:
 
 
 async def finished_turn(chat_id: int, timeout: float = 30) -> Turn:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
+    async def finished() -> Turn | None:
         turn = await Turn.objects.filter(chat_id=chat_id).afirst()
-        if turn is not None and turn.is_finished:
-            return turn
-        assert asyncio.get_running_loop().time() < deadline, "the workflow did not finish"
-        await asyncio.sleep(0.05)
+        return turn if turn is not None and turn.is_finished else None
+
+    await wait_until(finished, timeout)
+    return await finished()
 
 
 @pytest.fixture

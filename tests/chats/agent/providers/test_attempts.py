@@ -8,7 +8,8 @@ import time
 import httpx
 import pytest
 
-from chats.agent.client import AgentError, AgentSettings
+from chats.agent import AgentError
+from chats.agent.client import AgentSettings
 from chats.agent.events import AnswerEvent
 from chats.agent.providers.attempts import (
     RetryableFailure,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from chats.agent.client import AgentError
+from chats.agent import AgentError
 from chats.agent.events import AnswerEvent, ThinkingEvent
 from chats.agent.providers import PROVIDERS, ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.llm_sdk import LlmSdkAdapter, LlmSdkClient

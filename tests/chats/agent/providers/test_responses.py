@@ -11,7 +11,7 @@ from django.core.management import call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.agent.client import AgentError
+from chats.agent import AgentError
 from chats.agent.events import ActionEvent, AnswerEvent, AuditEvent, CompleteEvent, ErrorEvent
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.responses import (

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from chats.live.protocol import Ask, FrameError, parse_client_frame
+from chats.agent.options import OptionsError, QuestionOptions, check_output_schema
+from chats.errors import FrameError
+from chats.live.protocol import Ask, parse_client_frame
 from chats.models import Chat, OutputSchema, Turn
-from chats.run.options import OptionsError, QuestionOptions, check_output_schema
 from demo_agent.scripted import Reply, answer_stream
 
 

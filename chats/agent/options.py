@@ -1,6 +1,5 @@
 """Question options: what the composer's "Options" panel sets, checked, stored per chat, and
-turned into the Research Agent's request fields (PROTOCOL.md, "Request", `tools_configs`, and
-"Request options seen in the provider's public cookbook client").
+turned into the Research Agent's request fields (docs/PROTOCOL.md, "Request", `tools_configs`).
 
 The page sends options in our own flat shape (`QuestionOptions.to_json`); `request_fields`
 is the one place that spells them the way the API documents them, sending only what is set.
@@ -13,8 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-
-from chats.run.storable import nested_deeper_than
 
 MODELS = ("base", "pro")
 LIST_OPTIONS = ("entities_all_of", "entities_any_of", "entities_none_of", "sources", "tags")
@@ -181,8 +178,8 @@ def request_fields(options: QuestionOptions, schema: dict[str, Any] | None) -> d
     }
     if entities:
         filters["entities"] = entities
-    # UNCERTAIN: PROTOCOL.md names the filters `entities`, `period`, `content` and `tags` but not
-    # their inner shapes beyond entities and period. We send sources under `content` and both in
+    # UNCERTAIN: the API reference names the filters `entities`, `period`, `content` and `tags` but
+    # not their inner shapes beyond entities and period. We send sources under `content` and both in
     # the entities' `any_of` form; change it here (one place) when the API reference says more.
     if options.sources:
         filters["content"] = {"sources": {"any_of": list(options.sources)}}
@@ -197,7 +194,7 @@ def request_fields(options: QuestionOptions, schema: dict[str, Any] | None) -> d
     if search:
         tools["search"] = search
     if options.charts:
-        # From the cookbook client, not the API reference (PROTOCOL.md): off unless asked.
+        # From the cookbook client, not the API reference (docs/PROTOCOL.md): off unless asked.
         tools["python_code_execution"] = {"enabled": True, "chart_generation_enabled": True}
     if tools:
         fields["tools_configs"] = tools
@@ -214,7 +211,7 @@ MAX_SCHEMA_DEPTH = 32
 
 def check_output_schema(schema: Any) -> None:
     """Raise OptionsError unless `schema` is a JSON Schema whose top level is an object or a list
-    of objects (PROTOCOL.md, `structured_output_schema`)."""
+    of objects (docs/PROTOCOL.md, `structured_output_schema`)."""
     if not isinstance(schema, dict):
         raise OptionsError("A schema must be a JSON object.")
     if nested_deeper_than(schema, MAX_SCHEMA_DEPTH):  # before the validator recurses through it
@@ -234,3 +231,24 @@ def check_output_schema(schema: Any) -> None:
         'The top level must be an object ("type": "object") or a list of objects'
         ' ("type": "array" with "items" of "type": "object").'
     )
+
+
+def nested_deeper_than(value: Any, levels: int) -> bool:
+    """Return True when `value` nests lists and objects more than `levels` deep.
+
+    Iterative, so it answers for any depth json.loads can return (recursive code, jsonschema's
+    validator among it, exhausts Python's recursion limit a few hundred levels down).
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
-import selectors
-from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
 import uvloop
 
-from chats.live import ticks as ticks_module
-from chats.live.ticks import QUIET_STREAMS, READ_LEAD, Ticks, get_ticks, tick_number
+from chats.loop import ticks as ticks_module
+from chats.loop.ticks import QUIET_STREAMS, READ_LEAD, Ticks, get_ticks, tick_number
+from tests.waiting import run_on_virtual_clock
 
 T = TypeVar("T")
 
@@ -33,20 +32,22 @@ def test_the_next_tick_is_the_next_multiple_of_the_interval(now, interval, expec
     assert tick_number(now, interval) * interval == pytest.approx(expected)
 
 
-async def test_every_waiter_of_a_tick_wakes_at_that_tick():
+def test_every_waiter_of_a_tick_wakes_at_that_tick():
     """Both at the next tick: not a whole interval after they began to wait."""
-    loop = asyncio.get_running_loop()
     ticks = Ticks(1.0)
-    tick = tick_number(loop.time() + 0.5, 1.0)  # in seconds, at an interval of 1 s
-    await asyncio.sleep(tick - 0.7 - loop.time())  # about 0.3 s after a tick
 
-    async def woken_at() -> float:
-        await ticks.wait()
-        return loop.time()
+    async def main(loop):
+        tick = tick_number(loop.time() + 0.5, 1.0)  # in seconds, at an interval of 1 s
+        await asyncio.sleep(tick - 0.7 - loop.time())  # 0.3 s after a tick
 
-    first, second = await asyncio.gather(woken_at(), woken_at())
-    for woken in (first, second):
-        assert tick - 0.002 <= woken < tick + 0.2  # uvloop's clock counts in ms
+        async def woken_at() -> float:
+            await ticks.wait()
+            return loop.time()
+
+        return tick, await asyncio.gather(woken_at(), woken_at())
+
+    tick, woken = run_on_virtual_clock(main)
+    assert woken == [pytest.approx(tick), pytest.approx(tick)]
 
 
 def test_a_waiter_woken_by_a_tick_waits_for_the_next_one_on_uvloop():
@@ -84,32 +85,6 @@ async def test_cancelling_one_waiter_leaves_the_others_waiting():
 async def test_no_interval_is_every_turn_of_the_loop(interval):
     """EVENT_FLUSH_INTERVAL=0 turns batching off, as it did before the ticks."""
     await asyncio.wait_for(Ticks(interval).wait(), 0.5)
-
-
-class VirtualClockLoop(asyncio.SelectorEventLoop):
-    """An event loop whose clock moves only when it would sleep, and by exactly that long: tick
-    times are exact however busy the machine is, and no real time passes."""
-
-    class Selector(selectors.DefaultSelector):
-        now = 1000.0
-
-        def select(self, timeout=None):
-            self.now += timeout or 0.0
-            return []
-
-    def __init__(self) -> None:
-        super().__init__(self.Selector())
-
-    def time(self) -> float:
-        return self._selector.now
-
-
-def run_on_virtual_clock(main: Callable[[asyncio.AbstractEventLoop], Awaitable[T]]) -> T:
-    loop = VirtualClockLoop()
-    try:
-        return loop.run_until_complete(main(loop))
-    finally:
-        loop.close()
 
 
 async def woken_together(ticks: Ticks, waiters: int) -> float:

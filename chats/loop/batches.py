@@ -3,9 +3,10 @@
 Starting a turn and storing a finished one each take a trip to the database thread: a few
 queries and a commit. One at a time, a burst (every page of a team asking at once, 200 answers
 ending together) queues on that one thread and pays the round trips and commit of each in
-turn: at 200 asks the last waited seconds for its first event (docs/PERFORMANCE.md). Here the
-items waiting when the thread comes free go in one trip and one transaction: the first item of
-a quiet moment goes at once, the rest of a burst follow it together.
+turn: at 200 asks the last waited seconds for its first event (docs/PERFORMANCE.md, "Bursts go
+to the database together"). Here the items waiting when the thread comes free go in one trip and
+one transaction: the first item of a quiet moment goes at once, the rest of a burst follow it
+together.
 
 One item's failure stays its own: when the database refuses a batch for what it holds, each of
 its items is tried again alone. When the database itself is failing (down, locked past its

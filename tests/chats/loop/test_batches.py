@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from chats.run.batches import MAX_BATCH, DatabaseBatches
+from chats.loop.batches import MAX_BATCH, DatabaseBatches
 
 
 class Refused(Exception):

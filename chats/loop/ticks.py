@@ -17,7 +17,7 @@ read and per frame sent, whatever they carry, and every paced stream is read at 
 a tick wakes more than QUIET_STREAMS waiters, the next tick is that much further away (75: 1.5
 intervals), up to EVENT_FLUSH_INTERVAL_MAX; a tick that wakes fewer brings the interval back. A
 quiet process keeps the short window; a busy one sends fewer, fuller frames rather than falling
-behind (docs/PERFORMANCE.md, "Wave 3, thirteenth session"). The first tick after a quiet spell
+behind (docs/PERFORMANCE.md, "A window that widens under load"). The first tick after a quiet spell
 may still be a wide window away.
 """
 
@@ -28,7 +28,7 @@ import logging
 import math
 from collections.abc import Callable
 
-from chats.live.per_loop import PerLoop
+from chats.loop.per_loop import PerLoop
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def tick_number(now: float, interval: float) -> int:
 
 
 # The paced streams one interval serves: past this, the window widens in proportion. Measured
-# on two cores with 200 streams (docs/PERFORMANCE.md, "Wave 3, thirteenth session"): in one
+# on two cores with 200 streams (docs/PERFORMANCE.md, "A window that widens under load"): in one
 # process, a 60 ms window took 15-20% less CPU per event than 30 ms, and its 99th percentile of
 # delay was no higher, the server being less saturated (100 ms gained no more CPU, and passed
 # 250 ms at the 99th percentile); in two workers of 100 streams each, widening from 50 streams
@@ -52,7 +52,7 @@ QUIET_STREAMS = 50
 
 # How long before a tick the sockets held since the last one are read again (`wait(before=)`):
 # the packets the kernel gathered meanwhile reach the reader's buffer in one read before the tick
-# wakes it. What arrives in these last milliseconds is read packet by packet, as before.
+# wakes it. What arrives in these last milliseconds is read packet by packet.
 READ_LEAD = 0.003
 
 
@@ -65,8 +65,8 @@ class Ticks:
         self.longest = max(interval, longest)
         self.window = interval  # from the last tick to the next
         # The next tick's waiters, woken together; a future each rather than one asyncio.Event:
-        # an Event's wait cost 0.5 µs more per waiter and tick (docs/PERFORMANCE.md, "Wave 3,
-        # thirteenth session"), and one shared future would be cancelled with any one waiter.
+        # an Event's wait cost 0.5 µs more per waiter and tick (docs/PERFORMANCE.md, "A window
+        # that widens under load"), and one shared future would be cancelled with any one waiter.
         self._waiters: list[asyncio.Future[None]] | None = None
         self._early: list[Callable[[], None]] = []  # due READ_LEAD before the next tick
         self._loop: asyncio.AbstractEventLoop | None = None  # whose clock _at is on
