@@ -43,8 +43,8 @@ the median of 5 parts of one run: see `database_stages`).
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
    as the site batches them (chats/run/batches.py), in 5 batches of 40:
-   `services.turn_start_many(...)` + `runner.turn_card_frame("turn.started", ...)` per turn;
-   `runner._store_finishes(...)` (turn_finish_many, then the final cards);
+   `services.turn_start_many(...)` + `cards.turn_card_frame("turn.started", ...)` per turn;
+   `finishes._store_finishes(...)` (turn_finish_many, then the final cards);
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
    chat per turn (the bench's first questions).
 
@@ -298,8 +298,8 @@ async def store_prep_round(events: list[Any]) -> float:
     from chats.agent.transcript import Transcript
     from chats.live.event_log import EventLog
     from chats.live.ticks import Ticks
-    from chats.run.runner import TurnRun
     from chats.run.storable import storable_event
+    from chats.run.turn_run import TurnRun
 
     log = EventLog(Ticks(60))  # its flusher waits a minute: nothing is written here
     runs = []
@@ -470,7 +470,8 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     from chats.library.search import _index_chats
     from chats.live.event_log import _write_now
     from chats.models import Chat, ChatSearchDocument
-    from chats.run.runner import Finish, _store_finishes, turn_card_frame
+    from chats.run.cards import turn_card_frame
+    from chats.run.finishes import Finish, _store_finishes
     from chats.services import TurnAsk, TurnEnd, turn_start_many
 
     user_model = get_user_model()
@@ -500,7 +501,7 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
         return turns
 
     def finish(turns: list[Any]) -> None:
-        """As runs that end together are stored (runner.get_finish_batches): one batch."""
+        """As runs that end together are stored (finishes.get_finish_batches): one batch."""
         ends = [
             Finish(TurnEnd(s.turn.pk, Transcript.from_events(events), "complete"), s.siblings)
             for s in turns  # the transcript the run applied
@@ -603,7 +604,7 @@ COVERS = {
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",
     "turn start": "turn_start_many, batches of 40 + turn_card_frame('turn.started') (/150)",
-    "turn finish": "runner._store_finishes, batches of 40, with the final cards (/150)",
+    "turn finish": "finishes._store_finishes, batches of 40, with the final cards (/150)",
     "search index": "_index_chats for 200 chats at once (/150)",
 }
 

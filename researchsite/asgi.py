@@ -1,6 +1,6 @@
 """ASGI entry point: pages and static files over HTTP, the chat websocket, the demo agent.
 
-Data flow: browser ⇄ chats.pages.consumer (websocket) → chats.run.runner → chats.agent (HTTP/SSE
+Data flow: browser ⇄ chats.pages.consumer (websocket) → chats.run.turn_run → chats.agent (HTTP/SSE
 to the agent) → chats.live.event_log (store) → chats.live.relay (to every page of the chat) →
 citations (the cited answer).
 """

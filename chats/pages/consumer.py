@@ -31,7 +31,8 @@ from chats.live.relay import RelayFrame, get_relay
 from chats.models import Chat
 from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
 from chats.run.asks import ask_start
-from chats.run.runner import request_stop, turn_card_frames
+from chats.run.cards import turn_card_frames
+from chats.run.registry import request_stop
 from chats.selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
 from chats.services import TurnAsk, TurnStartError
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from chats.live.per_loop import PerLoop
 from chats.live.protocol import ErrorCode, TurnCardFrame
 from chats.run.batches import DatabaseBatches
-from chats.run.runner import get_registry, publish_turn_cards, rendered_or_none
+from chats.run.cards import publish_turn_cards, rendered_or_none
+from chats.run.registry import get_registry
 from chats.services import StartedTurn, TurnAsk, TurnStartError, turn_start_many
 
 logger = logging.getLogger(__name__)

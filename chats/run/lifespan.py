@@ -17,7 +17,8 @@ from chats.library.search import get_search_index_queue
 from chats.live.event_log import get_event_log
 from chats.live.relay import close_relay
 from chats.run.asks import get_ask_batches
-from chats.run.runner import get_finish_batches, get_registry, sweep_orphans
+from chats.run.finishes import get_finish_batches
+from chats.run.registry import get_registry, sweep_orphans
 
 logger = logging.getLogger(__name__)
 

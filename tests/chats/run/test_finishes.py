@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
-from chats.run.runner import Finish, _store_finishes, get_finish_batches
+from chats.run.finishes import Finish, _store_finishes, get_finish_batches
 from chats.services import TurnEnd, turn_start
 from citations.models import Reference
 from demo_agent.scripted import answer_stream

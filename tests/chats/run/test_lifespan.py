@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect
 from chats.library.search import get_search_index_queue
 from chats.models import Chat, ChatSearchDocument, Turn, TurnEvent
 from chats.run.lifespan import lifespan_app
-from chats.run.runner import sweep_orphans
+from chats.run.registry import sweep_orphans
 from demo_agent.scripted import Reply, answer_stream
 from tests.chats.refusals import refusals_fixture
 from tests.processes import python_output
