@@ -1,7 +1,11 @@
 """ASGI lifespan: at start-up, recover turns orphaned by a dead process and queue the chats it
-left unindexed for search (looking again every few minutes while serving); at shutdown, end
-runs and leave nothing behind (no pending write, indexing pass, Redis listing, subscription or
-connection)."""
+left unindexed for search (looking again every few minutes while serving); at shutdown, let
+running turns finish (chats/run/draining.py), end what is left, and leave nothing behind (no
+pending write, indexing pass, Redis listing, subscription or connection).
+
+Start-up needs no database: a process whose database is down starts, answers /healthz, reports
+it on /readyz, and recovers by itself (the heartbeat sweeps and the search queue catches up
+again while serving)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import asyncio
 import logging
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import connections
 
 from chats.agent.client import close_http_sessions
@@ -17,6 +22,7 @@ from chats.library.search import get_search_index_queue
 from chats.live.event_log import get_event_log
 from chats.live.relay import close_relay
 from chats.run.asks import get_ask_batches
+from chats.run.draining import drain
 from chats.run.finishes import get_finish_batches
 from chats.run.registry import get_registry, sweep_orphans
 
@@ -54,9 +60,15 @@ async def lifespan_app(scope, receive, send) -> None:
 
 async def shut_down() -> None:
     """End this process's runs, then finish the work they left, in the order it depends on."""
+    registry = get_registry()
+
+    async def drain_runs() -> None:
+        await drain(registry, grace=settings.SHUTDOWN_GRACE_SECONDS)
+
     steps = [
         get_ask_batches().close,  # asks being started become runs; no new ones start
-        get_registry().shutdown,  # each run records itself interrupted and flushes its events
+        drain_runs,  # running turns finish, up to SHUTDOWN_GRACE_SECONDS
+        registry.shutdown,  # what is left records itself interrupted and flushes its events
         get_finish_batches().close,  # what the runs stored is announced
         get_event_log().close,
         get_search_index_queue().drain,

@@ -18,6 +18,8 @@ from chats.agent.client import AgentRequest
 from chats.library.search import get_search_index_queue
 from chats.live.per_loop import PerLoop
 from chats.live.protocol import control_group, publish, turn_stop
+from chats.log_context import bind_log_context
+from chats.metrics import STREAMING_TURNS, TURNS_STARTED
 from chats.models import Turn
 from chats.run.cards import publish_turn_cards
 from chats.run.turn_run import TurnRun
@@ -46,11 +48,23 @@ class RunRegistry:
         run = (run_class or TurnRun)(turn, request)
         run.siblings = siblings
         self.runs[run.turn_id] = run
+        TURNS_STARTED.labels(agent=run.agent).inc()
+        STREAMING_TURNS.inc()
         run.task = asyncio.create_task(self._supervise(run), name=f"turn-{run.turn_id}")
         self.ensure_heartbeat()
         return run
 
     async def _supervise(self, run: TurnRun) -> None:
+        bind_log_context(
+            chat_id=run.chat_id, turn_id=run.turn_id, user_id=run.user_id, agent=run.agent
+        )
+        logger.info("Turn %s started (%s)", run.turn_id, run.agent)
+        try:
+            await self._run_listening_for_stop(run)
+        finally:
+            STREAMING_TURNS.dec()
+
+    async def _run_listening_for_stop(self, run: TurnRun) -> None:
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(control_group(run.turn_id), channel)
@@ -99,6 +113,14 @@ class RunRegistry:
             except Exception:
                 logger.exception("Sweeping orphaned turns failed")
             await asyncio.sleep(settings.TURN_HEARTBEAT_SECONDS)
+
+    async def wait_idle(self) -> None:
+        """Return once no run is left (each ends by itself: see chats/run/draining.py)."""
+        while self.runs:
+            tasks = {run.task for run in self.runs.values() if run.task is not None}
+            if not tasks:
+                return
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
 
     async def shutdown(self) -> None:
         """Cancel this process's runs; each records itself interrupted before it ends."""

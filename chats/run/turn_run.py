@@ -22,6 +22,7 @@ from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.live.event_log import EventLog, get_event_log
 from chats.live.protocol import publish_to_chat, turn_notice
+from chats.metrics import TURNS_FINISHED, UPSTREAM_ERRORS
 from chats.models import Turn
 from chats.run.finishes import Finish, announce_finished, fail_unfinishable, get_finish_batches
 from chats.run.storable import storable_event
@@ -60,6 +61,7 @@ class TurnRun:
         self.turn_id = turn.pk
         self.chat_id = turn.chat_id
         self.agent = turn.chat.provider
+        self.user_id = turn.chat.owner_id
         self.request = request
         self.transcript = Transcript()
         self.stop_requested = False
@@ -98,6 +100,7 @@ class TurnRun:
                     )
             outcome = self._outcome_of_stream(stream.malformed_lines)
         except AgentError as error:
+            UPSTREAM_ERRORS.labels(agent=self.agent, kind=error.kind).inc()
             status = (
                 Turn.Status.INTERRUPTED if error.kind in INTERRUPTING_KINDS else Turn.Status.FAILED
             )
@@ -195,7 +198,8 @@ class TurnRun:
 
     def _outcome_of_stream(self, malformed_lines: int) -> dict[str, Any]:
         transcript = self.transcript
-        if transcript.failed:
+        if transcript.failed:  # the agent reported an error in its stream
+            UPSTREAM_ERRORS.labels(agent=self.agent, kind=Turn.ErrorKind.AGENT).inc()
             return {
                 "status": Turn.Status.FAILED,
                 "error": transcript.error,
@@ -228,6 +232,8 @@ class TurnRun:
         log.forget(self.turn_id)
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
+        TURNS_FINISHED.labels(agent=self.agent, status=status).inc()
+        logger.info("Turn %s ended: %s", self.turn_id, status)
 
         end = TurnEnd(
             turn_id=self.turn_id,
