@@ -6,18 +6,16 @@ and the stopped process exits by itself once its runs have finished."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from contextlib import ExitStack
 
 import pytest
 from django.test import Client
-from websockets.asyncio.client import connect
-from websockets.exceptions import ConnectionClosed
 
 from chats.models import Chat, Turn
 from demo_agent.scripted import Reply, ScriptedAgent, answer_stream
+from tests.scaleout.pages import Page
 from tests.scaleout.sites import running_site
 from tests.servers import free_port, serve_asgi
 
@@ -36,63 +34,6 @@ pytestmark = [
 ANSWERS = 10
 TEXT = " ".join(f"word{i}" for i in range(40))
 SITE_ENV = {"AGENT_MAX_CONCURRENT_TURNS": "20", "WS_MAX_SOCKETS_PER_USER": "30"}
-
-
-class Page:
-    """A chat page as chat.js behaves: ask, follow the turn, and on a dropped socket reconnect
-    (here: to whichever address `reconnect_to` names, as the proxy would) and sync cursors."""
-
-    def __init__(self, chat_id: int, cookie: str) -> None:
-        self.chat_id = chat_id
-        self.cookie = cookie
-        self.turn_id = 0
-        self.cursor = 0
-        self.seqs: list[int] = []
-        self.answer = ""
-        self.streaming = asyncio.Event()
-        self.close_codes: list[int | None] = []
-        self.finished: dict = {}
-
-    def _socket(self, host: str):
-        return connect(
-            f"ws://{host}/ws/chats/{self.chat_id}/",
-            additional_headers={"Cookie": self.cookie},
-            origin=f"http://{host}",
-        )
-
-    async def _follow(self, socket) -> bool:
-        """Read frames until the turn finishes (True) or the socket closes (False)."""
-        try:
-            while True:
-                frame = json.loads(await asyncio.wait_for(socket.recv(), timeout=30))
-                if frame["type"] == "turn.started":
-                    self.turn_id = frame["turn_id"]
-                elif frame["type"] == "turn.events" and frame["turn_id"] == self.turn_id:
-                    for event in frame["events"]:
-                        if event["seq"] <= self.cursor:
-                            continue  # seen before the reconnect
-                        self.seqs.append(event["seq"])
-                        self.cursor = event["seq"]
-                        self.answer += event.get("content", "") if event["type"] == "ANSWER" else ""
-                    self.streaming.set()
-                elif frame["type"] == "turn.finished" and frame["turn_id"] == self.turn_id:
-                    self.finished = frame
-                    return True
-        except ConnectionClosed as closed:
-            self.close_codes.append(closed.rcvd.code if closed.rcvd else None)
-            return False
-
-    async def ask_then_follow(self, first: str, reconnect_to: str) -> None:
-        async with self._socket(first) as socket:
-            await socket.send(
-                json.dumps({"type": "ask", "message": "Q", "research_effort": "lite"})
-            )
-            if await self._follow(socket):
-                return
-        async with self._socket(reconnect_to) as socket:
-            sync = {"cursors": {str(self.turn_id): self.cursor}, "newest_turn_id": self.turn_id}
-            await socket.send(json.dumps({"type": "sync", **sync}))
-            assert await self._follow(socket), "the turn did not finish after the reconnect"
 
 
 def test_sigterm_lets_streaming_answers_finish_on_their_pages(django_user_model, tmp_path):
@@ -116,7 +57,7 @@ def test_sigterm_lets_streaming_answers_finish_on_their_pages(django_user_model,
         async def scenario() -> list[Page]:
             pages = [Page(chat.pk, cookie) for chat in chats]
             following = [
-                asyncio.create_task(page.ask_then_follow(stopped.host, other.host))
+                asyncio.create_task(page.ask_then_follow(stopped.host, reconnect_to=other.host))
                 for page in pages
             ]
             await asyncio.wait_for(
