@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import uuid
 
+from asgiref.sync import iscoroutinefunction
+from django.utils.decorators import sync_and_async_middleware
 from pythonjsonlogger.json import JsonFormatter
 
 from chats.log_context import LOG_FIELDS, bind_log_context, log_context
@@ -45,20 +47,32 @@ def json_formatter() -> logging.Formatter:
     )
 
 
-class RequestIdMiddleware:
+def _request_id(request) -> str:
+    given = request.headers.get("X-Request-ID", "")
+    return given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
+
+
+@sync_and_async_middleware
+def request_id_middleware(get_response):
     """Give each request an id (the proxy's X-Request-ID, or a new one) for its log lines,
-    and send it back in the response's X-Request-ID header."""
+    and send it back in the response's X-Request-ID header. Async-capable, so that it keeps
+    async views async (a run started by one must outlive the request)."""
+    if iscoroutinefunction(get_response):
 
-    sync_capable = True
-    async_capable = False
+        async def middleware(request):
+            request_id = _request_id(request)
+            bind_log_context(request_id=request_id)
+            response = await get_response(request)
+            response["X-Request-ID"] = request_id
+            return response
 
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
+    else:
 
-    def __call__(self, request):
-        given = request.headers.get("X-Request-ID", "")
-        request_id = given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
-        bind_log_context(request_id=request_id)
-        response = self.get_response(request)
-        response["X-Request-ID"] = request_id
-        return response
+        def middleware(request):
+            request_id = _request_id(request)
+            bind_log_context(request_id=request_id)
+            response = get_response(request)
+            response["X-Request-ID"] = request_id
+            return response
+
+    return middleware

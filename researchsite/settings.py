@@ -351,4 +351,4 @@ LOGGING["loggers"].update(
     }
 )
 # Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and its response.
-MIDDLEWARE.insert(0, "researchsite.logs.RequestIdMiddleware")
+MIDDLEWARE.insert(0, "researchsite.logs.request_id_middleware")
