@@ -80,3 +80,44 @@ def test_sigterm_lets_streaming_answers_finish_on_their_pages(django_user_model,
     assert [turn.status for turn in turns] == ["complete"] * ANSWERS
     assert all(turn.answer_text == TEXT for turn in turns)
     assert len(upstream.requests) == ANSWERS  # each ran once, in the process that was asked
+
+
+def test_a_second_sigterm_ends_the_wait_and_the_turn_is_interrupted(django_user_model, tmp_path):
+    user = django_user_model.objects.create_user("analyst", password="pw-drain-2")
+    chat = Chat.objects.create(owner=user)
+    browser = Client()
+    browser.force_login(user)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    upstream = ScriptedAgent()
+    long_text = " ".join(f"w{i}" for i in range(250))  # 25 s at this pace
+    upstream.queue(Reply.events(*answer_stream(long_text, pieces=250), pause=0.1))
+
+    with ExitStack() as stack:
+        agent = stack.enter_context(serve_asgi(upstream))
+        log = tmp_path / "site.log"
+        site = stack.enter_context(running_site(free_port(), f"{agent}/v1/research-agent", log))
+
+        async def scenario() -> Page:
+            page = Page(chat.pk, cookie)
+            following = asyncio.create_task(page.ask_then_follow(site.host))
+            await asyncio.wait_for(page.streaming.wait(), timeout=30)
+            site.process.send_signal(signal.SIGTERM)
+            await wait_for_line(site, "Shutting down: waiting up to")
+            site.process.send_signal(signal.SIGTERM)
+            following.cancel()
+            return page
+
+        asyncio.run(scenario())
+        site.process.wait(timeout=20)  # without waiting for the answer (then "complete")
+
+    turn = Turn.objects.get(chat=chat)
+    assert turn.status == Turn.Status.INTERRUPTED
+    assert "Shutting down (a second signal): ending 1 running turns" in log.read_text()
+
+
+async def wait_for_line(site, text: str, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not any(text in line for line in site.log_lines()):
+        assert loop.time() < deadline, f"{text!r} was not logged"
+        await asyncio.sleep(0.05)
