@@ -7,7 +7,9 @@ variables follow asyncio tasks, so two runs in one process never see each other'
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+import asyncio
+from collections.abc import Coroutine
+from contextvars import Context, ContextVar
 from typing import Any
 
 LOG_FIELDS = ("chat_id", "turn_id", "user_id", "agent", "request_id")
@@ -22,3 +24,9 @@ def bind_log_context(**fields: Any) -> None:
 
 def log_context() -> dict[str, Any]:
     return _context.get()
+
+
+def shared_task(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task:
+    """Start a task that works for every turn (a flusher, a publisher, a batch worker) with no
+    log context: started by whichever run needed it first, it must not log as that run."""
+    return asyncio.create_task(coro, name=name, context=Context())

@@ -8,6 +8,7 @@ both). Gauges sum over live processes in prometheus_client's multiprocess mode.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.conf import settings
@@ -102,3 +103,12 @@ STREAMING_TURNS = _all["streaming_turns"]
 UPSTREAM_ERRORS = _all["upstream_errors"]
 EVENT_LOG_FLUSH = _all["event_log_flush"]
 ENABLED = bool(settings.METRICS_ENABLED)
+
+
+async def forget_this_process() -> None:
+    """In multiprocess mode (PROMETHEUS_MULTIPROC_DIR), drop this exiting worker's gauges from
+    the sums the others report; its counters stay counted."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(os.getpid())

@@ -32,6 +32,7 @@ from chats.live.compact_json import strict_json
 from chats.live.per_loop import PerLoop
 from chats.live.protocol import event_view, publish_to_chats, turn_events
 from chats.live.ticks import Ticks, get_ticks
+from chats.log_context import shared_task
 from chats.metrics import EVENT_LOG_FLUSH, EVENTS_RELAYED
 from chats.models import TurnEvent
 from chats.run.batches import DATABASE_FAILING
@@ -107,7 +108,7 @@ class EventLog:
         if len(self._pending) == 1:  # the first of this tick's batch
             self._received_at = time.time()
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_forever(), name="event-log-flusher")
+            self._flusher = shared_task(self._flush_forever(), name="event-log-flusher")
         self._wakeup.set()
 
     async def flush(self) -> None:

@@ -43,6 +43,7 @@ from typing import Protocol
 from django.conf import settings
 
 from chats.live.per_loop import PerLoop
+from chats.log_context import shared_task
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +251,7 @@ class RedisRelay(LocalRelay):
             refused.set_result(False)
             return refused
         if self._lister is None or self._lister.done():
-            self._lister = asyncio.create_task(self._list_forever(), name="relay-lister")
+            self._lister = shared_task(self._list_forever(), name="relay-lister")
         if self._next_pass is None:
             self._next_pass = loop.create_future()
         self._listing_wanted.set()
@@ -336,7 +337,7 @@ class RedisRelay(LocalRelay):
             self._inbox_open = asyncio.get_running_loop().create_future()
         if recover:
             self._recovering = True
-        self._reader = asyncio.create_task(self._read_forever(recover), name="relay-reader")
+        self._reader = shared_task(self._read_forever(recover), name="relay-reader")
 
     async def _read_forever(self, recover: bool) -> None:
         if recover:
@@ -443,7 +444,7 @@ class RedisRelay(LocalRelay):
         else:
             self._waiting.extend(frames)
         if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.create_task(self._publish_forever(), name="relay-publisher")
+            self._publisher = shared_task(self._publish_forever(), name="relay-publisher")
         self._frames_waiting.set()
 
     async def _publish_forever(self) -> None:

@@ -21,6 +21,7 @@ from chats.agent.providers import preload_sdks
 from chats.library.search import get_search_index_queue
 from chats.live.event_log import get_event_log
 from chats.live.relay import close_relay
+from chats.metrics import forget_this_process
 from chats.run.asks import get_ask_batches
 from chats.run.draining import drain
 from chats.run.finishes import get_finish_batches
@@ -75,6 +76,7 @@ async def shut_down() -> None:
         close_http_sessions,  # every run has ended: their connections are idle
         close_relay,
         database_sync_to_async(connections.close_all),  # the shared database thread's
+        forget_this_process,
     ]
     for step in steps:
         try:

@@ -18,7 +18,7 @@ from chats.agent.client import AgentRequest
 from chats.library.search import get_search_index_queue
 from chats.live.per_loop import PerLoop
 from chats.live.protocol import control_group, publish, turn_stop
-from chats.log_context import bind_log_context
+from chats.log_context import bind_log_context, shared_task
 from chats.metrics import STREAMING_TURNS, TURNS_STARTED
 from chats.models import Turn
 from chats.run.cards import publish_turn_cards
@@ -99,7 +99,7 @@ class RunRegistry:
 
     def ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.create_task(self._beat(), name="turn-heartbeat")
+            self._heartbeat = shared_task(self._beat(), name="turn-heartbeat")
 
     async def _beat(self) -> None:
         while True:
