@@ -49,22 +49,23 @@ class RunRegistry:
         run.siblings = siblings
         self.runs[run.turn_id] = run
         TURNS_STARTED.labels(agent=run.agent).inc()
-        STREAMING_TURNS.inc()
-        run.task = asyncio.create_task(self._supervise(run), name=f"turn-{run.turn_id}")
+        run.task = asyncio.create_task(self._run_in_context(run), name=f"turn-{run.turn_id}")
         self.ensure_heartbeat()
         return run
 
-    async def _supervise(self, run: TurnRun) -> None:
+    async def _run_in_context(self, run: TurnRun) -> None:
+        """The run's task: every line it logs names its turn; the streaming gauge counts it."""
         bind_log_context(
             chat_id=run.chat_id, turn_id=run.turn_id, user_id=run.user_id, agent=run.agent
         )
         logger.info("Turn %s started (%s)", run.turn_id, run.agent)
+        STREAMING_TURNS.inc()
         try:
-            await self._run_listening_for_stop(run)
+            await self._supervise(run)
         finally:
             STREAMING_TURNS.dec()
 
-    async def _run_listening_for_stop(self, run: TurnRun) -> None:
+    async def _supervise(self, run: TurnRun) -> None:
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(control_group(run.turn_id), channel)
