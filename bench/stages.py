@@ -1,6 +1,6 @@
 """The CPU cost of one relayed event, stage by stage, through the site's own functions (issue 13).
 
-    .venv/bin/python bench/stages.py [--rounds 5]
+    .venv/bin/python bench/stages.py [--rounds 5] [--metrics-cost]
 
 Deterministic and in-process: every stage calls the site's real functions on a bench-like load,
 200 turns of `bench._site.agent_messages(150)` (PLANNING, ANSWER words, a few ACTIONs, a
@@ -355,8 +355,11 @@ class Capture:
         raise AssertionError("no frame is lost in memory")
 
 
-async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
-    """Each tick's (chat id, RelayFrame) as `_publish` makes them (not timed)."""
+async def capture_frames(
+    ticks: list[list[Any]], received_at: float = 0.0
+) -> list[list[tuple[int, Any]]]:
+    """Each tick's (chat id, RelayFrame) as `_publish` makes them (not timed); `received_at`
+    stamps them as the event log does, so that delivering them times the event delay."""
     from chats.live.event_log import _publish
     from chats.live.relay import get_relay
 
@@ -367,7 +370,7 @@ async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
         await relay.join(page.chat_id, page)
     captured = []
     for batch in ticks:
-        await _publish(batch)
+        await _publish(batch, received_at)
         captured.append(list(frames))
         frames.clear()
     for page in pages:
@@ -665,9 +668,55 @@ def report_database(results: dict[str, dict[str, Any]]) -> None:
     print(markdown_table(["stage", "wall µs", "CPU µs", "per"], rows, {0, 3}))
 
 
+def metrics_switch(on: bool) -> None:
+    """METRICS_ENABLED, within one process: the hot path's metric objects, or no-op ones."""
+    from chats import metrics
+    from chats.live import event_log
+    from chats.pages import consumer
+
+    off = metrics.NoMetric()
+    event_log.EVENTS_RELAYED = metrics.EVENTS_RELAYED if on else off
+    event_log.EVENT_LOG_FLUSH = metrics.EVENT_LOG_FLUSH if on else off
+    consumer.EVENT_DELAY = metrics.EVENT_DELAY if on else off
+    consumer.OPEN_WEBSOCKETS = metrics.OPEN_WEBSOCKETS if on else off
+
+
+def metrics_cost(rounds: int) -> None:
+    """The stages the metrics touch (store-prep, view+encode, deliver), metrics off and on in
+    turns, in one process; frames stamped with their events' receipt time, as the log does."""
+    print("\n## Metrics' cost: store-prep + view+encode + deliver, off and on in turns\n")
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        events = parsed_events()
+        ticks = pending_ticks([(i + 1, 1000 + i) for i in range(TURNS)])
+        captured = runner.run(capture_frames(ticks, received_at=time.time()))
+        costs: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(rounds):
+            for on in (False, True):
+                metrics_switch(on)
+                costs[on].append(
+                    runner.run(store_prep_round(events))
+                    + runner.run(view_encode_round(ticks))
+                    + runner.run(deliver_round(captured))
+                )
+        metrics_switch(True)
+    off, on = statistics.median(costs[False]), statistics.median(costs[True])
+    rows = [
+        ["off", us(off), ", ".join(us(c) for c in costs[False])],
+        ["on", us(on), ", ".join(us(c) for c in costs[True])],
+    ]
+    print(markdown_table(["metrics", "median µs/event", "each round"], rows, {0, 2}))
+    print(
+        f"\nOn / off: {on / off:.3f}x ({(on - off) * 1e6:+.2f} µs per relayed event over"
+        f" {rounds} rounds each; the other stages do not touch the metrics)."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--metrics-cost", action="store_true", help="only the metrics on / off comparison"
+    )
     parser.add_argument("--db-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.db_only:  # the PostgreSQL run: DATABASE_URL is set by the parent
@@ -681,6 +730,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="researchsite-stages-") as directory:
         setup_django(f"sqlite:///{directory}/stages.sqlite3")
         rounds = args.rounds
+        if args.metrics_cost:
+            metrics_cost(rounds)
+            return
         common: dict[str, float] = {}
         with asyncio.Runner(loop_factory=new_loop) as runner:
             read = stage_read(runner, rounds)

@@ -19,10 +19,10 @@ DELAY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 
 
-class _Off:
+class NoMetric:
     """A metric that records nothing (METRICS_ENABLED=false)."""
 
-    def labels(self, *args: Any, **kwargs: Any) -> _Off:
+    def labels(self, *args: Any, **kwargs: Any) -> NoMetric:
         return self
 
     def inc(self, amount: float = 1) -> None:
@@ -37,7 +37,7 @@ class _Off:
 
 def _metrics() -> dict[str, Any]:
     if not settings.METRICS_ENABLED:
-        off = _Off()
+        off = NoMetric()
         return dict.fromkeys(
             (
                 "turns_started",
