@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 
 import pytest
@@ -9,6 +10,19 @@ import pytest
 from researchsite.logs import ContextFilter
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client(client):
+    """The test client, each request in a copy of the test's context: a sync request binds its
+    id in the thread's context, which would outlive the test (under ASGI each request has a
+    task, and a context, of its own)."""
+
+    class Isolated:
+        def get(self, *args, **kwargs):
+            return contextvars.copy_context().run(client.get, *args, **kwargs)
+
+    return Isolated()
 
 
 def test_the_proxys_request_id_is_kept_and_sent_back(client):
