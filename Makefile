@@ -36,11 +36,13 @@ lint: $(VENV)/.dev
 test: $(VENV)/.dev lint
 	CHROMIUM="$$(scripts/ensure-chromium)" && export CHROMIUM && $(BIN)/pytest
 
-# The same suite on PostgreSQL and the Redis channel layer (the two-process test runs here).
+# The same suite on PostgreSQL and the Redis channel layer (the two-process tests run here, and
+# the rolling restart behind nginx: scripts/ensure-nginx finds it, installing it when it can).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 test-services: $(VENV)/.dev
 	CHROMIUM="$$(scripts/ensure-chromium)" && export CHROMIUM && \
+	  NGINX="$$(scripts/ensure-nginx)" && export NGINX && \
 	  TEST_DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/pytest
 
 format: $(VENV)/.dev

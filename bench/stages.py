@@ -1,6 +1,6 @@
 """The CPU cost of one relayed event, stage by stage, through the site's own functions.
 
-    .venv/bin/python bench/stages.py [--rounds 5]
+    .venv/bin/python bench/stages.py [--rounds 5] [--metrics-cost]
 
 Deterministic and in-process: every stage calls the site's real functions on a bench-like load,
 200 turns of `bench._site.agent_messages(150)` (PLANNING, ANSWER words, a few ACTIONs, a
@@ -43,8 +43,8 @@ the median of 5 parts of one run: see `database_stages`).
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
 8. turn start / turn finish / search index, per turn and amortised over 150 events:
    as the site batches them (chats/loop/batches.py), in 5 batches of 40:
-   `services.turn_start_many(...)` + `runner.turn_card_frame("turn.started", ...)` per turn;
-   `runner._store_finishes(...)` (turn_finish_many, then the final cards);
+   `services.turn_start_many(...)` + `cards.turn_card_frame("turn.started", ...)` per turn;
+   `finishes.store_finishes(...)` (turn_finish_many, then the final cards);
    `chats.library.search._index_chats` for the 200 chats at once. One user per chat, a fresh
    chat per turn (the bench's first questions).
 
@@ -299,8 +299,8 @@ async def store_prep_round(events: list[Any]) -> float:
     from chats.agent.transcript import Transcript
     from chats.live.event_log import EventLog
     from chats.loop.ticks import Ticks
-    from chats.run.runner import TurnRun
     from chats.run.storable import storable_event
+    from chats.run.turn_run import TurnRun
 
     log = EventLog(Ticks(60))  # its flusher waits a minute: nothing is written here
     runs = []
@@ -356,8 +356,11 @@ class Capture:
         raise AssertionError("no frame is lost in memory")
 
 
-async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
-    """Each tick's (chat id, RelayFrame) as `_publish` makes them (not timed)."""
+async def capture_frames(
+    ticks: list[list[Any]], received_at: float = 0.0
+) -> list[list[tuple[int, Any]]]:
+    """Each tick's (chat id, RelayFrame) as `_publish` makes them (not timed); `received_at`
+    stamps them as the event log does, so that delivering them times the event delay."""
     from chats.live.event_log import _publish
     from chats.live.relay import get_relay
 
@@ -368,7 +371,7 @@ async def capture_frames(ticks: list[list[Any]]) -> list[list[tuple[int, Any]]]:
         await relay.join(page.chat_id, page)
     captured = []
     for batch in ticks:
-        await _publish(batch)
+        await _publish(batch, received_at)
         captured.append(list(frames))
         frames.clear()
     for page in pages:
@@ -471,7 +474,8 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     from chats.library.search import _index_chats
     from chats.live.event_log import write_batch
     from chats.models import Chat, ChatSearchDocument
-    from chats.run.runner import Finish, _store_finishes, turn_card_frame
+    from chats.run.cards import turn_card_frame
+    from chats.run.finishes import Finish, store_finishes
     from chats.services import TurnAsk, TurnEnd, turn_start_many
 
     user_model = get_user_model()
@@ -501,12 +505,12 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
         return turns
 
     def finish(turns: list[Any]) -> None:
-        """As runs that end together are stored (runner.get_finish_batches): one batch."""
+        """As runs that end together are stored (finishes.get_finish_batches): one batch."""
         ends = [
             Finish(TurnEnd(s.turn.pk, Transcript.from_events(events), "complete"), s.siblings)
             for s in turns  # the transcript the run applied
         ]
-        for turn, card in _store_finishes(ends):
+        for turn, card in store_finishes(ends):
             assert turn is not None and card is not None
 
     def stream(ticks: list[list[Any]]) -> None:
@@ -604,7 +608,7 @@ COVERS = {
     "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",
     "turn start": "turn_start_many, batches of 40 + turn_card_frame('turn.started') (/150)",
-    "turn finish": "runner._store_finishes, batches of 40, with the final cards (/150)",
+    "turn finish": "finishes.store_finishes, batches of 40, with the final cards (/150)",
     "search index": "_index_chats for 200 chats at once (/150)",
 }
 
@@ -665,9 +669,55 @@ def report_database(results: dict[str, dict[str, Any]]) -> None:
     print(markdown_table(["stage", "wall µs", "CPU µs", "per"], rows, {0, 3}))
 
 
+def metrics_switch(on: bool) -> None:
+    """METRICS_ENABLED, within one process: the hot path's metric objects, or no-op ones."""
+    from chats import metrics
+    from chats.live import event_log
+    from chats.pages import consumer
+
+    off = metrics.NoMetric()
+    event_log.EVENTS_RELAYED = metrics.EVENTS_RELAYED if on else off
+    event_log.EVENT_LOG_FLUSH = metrics.EVENT_LOG_FLUSH if on else off
+    consumer.EVENT_DELAY = metrics.EVENT_DELAY if on else off
+    consumer.OPEN_WEBSOCKETS = metrics.OPEN_WEBSOCKETS if on else off
+
+
+def metrics_cost(rounds: int) -> None:
+    """The stages the metrics touch (store-prep, view+encode, deliver), metrics off and on in
+    turns, in one process; frames stamped with their events' receipt time, as the log does."""
+    print("\n## Metrics' cost: store-prep + view+encode + deliver, off and on in turns\n")
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        events = parsed_events()
+        ticks = pending_ticks([(i + 1, 1000 + i) for i in range(TURNS)])
+        captured = runner.run(capture_frames(ticks, received_at=time.time()))
+        costs: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(rounds):
+            for on in (False, True):
+                metrics_switch(on)
+                costs[on].append(
+                    runner.run(store_prep_round(events))
+                    + runner.run(view_encode_round(ticks))
+                    + runner.run(deliver_round(captured))
+                )
+        metrics_switch(True)
+    off, on = statistics.median(costs[False]), statistics.median(costs[True])
+    rows = [
+        ["off", us(off), ", ".join(us(c) for c in costs[False])],
+        ["on", us(on), ", ".join(us(c) for c in costs[True])],
+    ]
+    print(markdown_table(["metrics", "median µs/event", "each round"], rows, {0, 2}))
+    print(
+        f"\nOn / off: {on / off:.3f}x ({(on - off) * 1e6:+.2f} µs per relayed event over"
+        f" {rounds} rounds each; the other stages do not touch the metrics)."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--metrics-cost", action="store_true", help="only the metrics on / off comparison"
+    )
     parser.add_argument("--db-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.db_only:  # the PostgreSQL run: DATABASE_URL is set by the parent
@@ -681,6 +731,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="researchsite-stages-") as directory:
         setup_django(f"sqlite:///{directory}/stages.sqlite3")
         rounds = args.rounds
+        if args.metrics_cost:
+            metrics_cost(rounds)
+            return
         common: dict[str, float] = {}
         with asyncio.Runner(loop_factory=new_loop) as runner:
             read = stage_read(runner, rounds)

@@ -19,6 +19,9 @@ every websocket client in this one, on one uvloop event loop. The parts:
    each server) with 1, 2 and 4 uvicorn workers (`--workers`), a fresh database per server.
    Skipped with `--skip-services` or when PostgreSQL / Redis do not answer.
 2c. (only with `--parts 2c`) 200 chats with persistent database connections.
+2m. (only with `--parts 2m`) Metrics' cost: part 2's load at the goal's chats on two servers
+   started side by side, METRICS_ENABLED=false and true (SQLite, 1 worker each), in turns
+   (`--metrics-rounds` each, off first); the median server CPU per relayed event of each.
 
 With `--tls` the stand-in serves HTTPS, as the real agents do, and the site's reads of it pay for
 TLS (the goals were set, and are judged, over plain HTTP).
@@ -32,6 +35,7 @@ G1. PostgreSQL + Redis, 2 workers, 200 chats x 50 events/s x 150 events: ≥ 95%
     ≤ 1 s after its last event (p99 and max).
 G2. SQLite + in-memory channel layer, 1 worker, the same load: ≥ 95% delivered, p99 ≤ 250 ms.
 G3. The 5,000-event stream: site ≤ 1.3x the direct read (medians).
+G5. (part 2m) Metrics on cost ≤ 5% more server CPU per relayed event than metrics off.
 G4. Server CPU per relayed event ≤ 80 µs (judged on G2's run, printed for G1's too; the CPU of
     uvicorn's master and all its workers), and memory per streaming turn ≤ 200 KiB (part 3).
 
@@ -48,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -67,6 +72,7 @@ FIRST_EVENT_GOAL_MS = 1000
 FINISH_GAP_GOAL_MS = 1000
 RATIO_GOAL = 1.3
 CPU_GOAL_US = 80
+METRICS_COST_GOAL = 1.05  # metrics on / off, server CPU per relayed event
 MEMORY_GOAL_KIB = 200
 GOAL_WORKERS = 2  # G1's server
 GOAL_LOAD = (200, 50.0, 150)  # chats, events/s per turn, events per turn
@@ -87,6 +93,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--parts", default="1,2,3,2b", help="which parts to run (also 2c)")
     parser.add_argument("--tls", action="store_true", help="the stand-in agent over HTTPS")
+    parser.add_argument("--metrics-rounds", type=int, default=3, help="runs of each in part 2m")
     args = parser.parse_args()
     args.chat_counts = [int(n) for n in args.concurrency.split(",")]
     args.goal_chats = max(args.chat_counts)
@@ -103,6 +110,7 @@ class Findings:
     memory_kib: float | None = None  # part 3
     services: dict[int, bench.ConcurrentResult] = field(default_factory=dict)  # 2b, by workers
     services_skipped: str = "part 2b not run"
+    metrics_cost: float | None = None  # part 2m: on / off
 
 
 async def long_stream(site: bench.Site, upstream: bench.Upstream, args) -> float:
@@ -376,6 +384,14 @@ def goals(args, findings: Findings) -> list[str]:
                 f"(≤ {MEMORY_GOAL_KIB} KiB; {args.memory_chats} turns, 1 worker)",
             )
         )
+    if findings.metrics_cost is not None:  # part 2m runs only when asked for
+        lines.append(
+            goal_line(
+                findings.metrics_cost <= METRICS_COST_GOAL,
+                f"metrics' cost: {findings.metrics_cost:.3f}x the server CPU per relayed event"
+                f" with METRICS_ENABLED=false (≤ {METRICS_COST_GOAL:g}x)",
+            )
+        )
     return lines
 
 
@@ -394,6 +410,51 @@ def concurrency_goals(name: str, result: bench.ConcurrentResult) -> list[str]:
             f"{name}: added latency p99 {result.p99_ms:,.0f} ms (≤ {P99_GOAL_MS} ms)",
         ),
     ]
+
+
+async def metrics_cost(upstream: bench.Upstream, args, findings: Findings) -> None:
+    chats, rounds = args.goal_chats, args.metrics_rounds
+    print(
+        f"\n## 2m. Metrics' cost: {chats} chats, {args.turn_events} events at {args.rate:g}"
+        f" events/s per turn, METRICS_ENABLED=false and true in turns, {rounds} runs each"
+        " (SQLite, 1 worker each)\n"
+    )
+    databases = {name: bench.Database("sqlite") for name in ("false", "true")}
+    rows, per_event = [], {"false": [], "true": []}
+    try:
+        sites = {
+            name: bench.Site(
+                "uvicorn",
+                upstream.url,
+                database,
+                chats=chats * rounds + 10,
+                extra_env={"METRICS_ENABLED": name},
+            )
+            for name, database in databases.items()
+        }
+        with sites["false"], sites["true"]:
+            for name, site in sites.items():
+                print(f"    {site.command_line()} (METRICS_ENABLED={name})")
+                await bench.one_long_turn(site, 500)  # warm-up, not measured
+            for _ in range(rounds):
+                for name, site in sites.items():  # off, then on: each round alike
+                    result = await bench.concurrent_turns(
+                        site, upstream, chats=chats, events=args.turn_events, rate=args.rate
+                    )
+                    per_event[name].append(result.server_cpu_us_per_event)
+                    rows.append(concurrency_row(result, f"{chats}, metrics {name}"))
+                    await asyncio.sleep(1)  # let the finished turns' writes settle
+    finally:
+        for database in databases.values():
+            database.drop()
+    print()
+    print(bench.table(CONCURRENCY_HEADERS, rows))
+    off, on = (statistics.median(per_event[name]) for name in ("false", "true"))
+    findings.metrics_cost = on / off
+    print(
+        f"\nServer CPU per relayed event, medians: off {off:.1f} µs, on {on:.1f} µs"
+        f" ({on / off:.3f}x). {TABLE_NOTES}"
+    )
 
 
 async def persistent_connections(upstream: bench.Upstream, args) -> None:
@@ -465,6 +526,8 @@ async def main(loop_name: str) -> None:
             await services(upstream, args, findings)
         if "2c" in parts:
             await persistent_connections(upstream, args)
+        if "2m" in parts:
+            await metrics_cost(upstream, args, findings)
     print("\n## Goals\n")
     chats, rate, events = GOAL_LOAD
     if (args.goal_chats, args.rate, args.turn_events) != GOAL_LOAD:

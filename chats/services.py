@@ -469,7 +469,7 @@ def turn_interrupt_orphans() -> list[Turn]:
 
     Each turn on its own: one that cannot be finished is marked failed, and one that cannot
     even be marked is logged and left for the next sweep, never stopping the others. The
-    caller indexes the returned turns' chats for search (`runner.sweep_orphans`, batched).
+    caller indexes the returned turns' chats for search (`registry.sweep_orphans`, batched).
     """
     finished = []
     for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):

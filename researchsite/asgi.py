@@ -1,6 +1,6 @@
 """ASGI entry point: pages and static files over HTTP, the chat websocket, the demo agent.
 
-Data flow: browser ⇄ chats.pages.consumer (websocket) → chats.run.runner → chats.agent (HTTP/SSE
+Data flow: browser ⇄ chats.pages.consumer (websocket) → chats.run.turn_run → chats.agent (HTTP/SSE
 to the agent) → chats.live.event_log (store) → chats.live.relay (to every page of the chat) →
 citations (the cited answer).
 """
@@ -27,6 +27,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from chats.routing import websocket_urlpatterns  # noqa: E402
 from chats.run.lifespan import lifespan_app  # noqa: E402
+from researchsite.operations import with_operations_endpoints  # noqa: E402
 from researchsite.origins import SameOriginValidator  # noqa: E402
 from researchsite.websocket_sessions import websocket_auth_stack  # noqa: E402
 
@@ -71,7 +72,7 @@ def _http_app():
 
 application = ProtocolTypeRouter(
     {
-        "http": _http_app(),
+        "http": with_operations_endpoints(_http_app()),
         # Only the site's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS may connect.
         "websocket": SameOriginValidator(websocket_auth_stack(URLRouter(websocket_urlpatterns))),
         "lifespan": freeze_heap_after_startup(lifespan_app),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import environ
 from csp.constants import NONE, SELF, UNSAFE_HASHES
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 LOCAL_DIR = BASE_DIR / ".local"  # ignored by git: generated secret key, admin password
@@ -379,3 +380,36 @@ if env.str("EMAIL_URL", default=""):
     vars().update(env.email_url("EMAIL_URL"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="researchsite@localhost")
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")  # links in e-mails
+
+# --- Operations: health, readiness, metrics, structured logs, graceful shutdown --------------
+# /healthz, /readyz and /metrics are served by researchsite/operations.py (see docs/DEPLOY.md).
+# METRICS_ENABLED=false records nothing and /metrics answers 404 (the benchmarks' "off").
+METRICS_ENABLED = env.bool("METRICS_ENABLED", default=True)
+# Who may read /metrics: these addresses or networks (the client as uvicorn sees it, after
+# X-Forwarded-For from a trusted proxy), or a request with "Authorization: Bearer METRICS_TOKEN".
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# How long /readyz waits for the database or Redis before calling it unreachable.
+READINESS_TIMEOUT_SECONDS = env.float("READINESS_TIMEOUT_SECONDS", default=3.0)
+# On SIGTERM a worker closes its pages' sockets (they reconnect elsewhere) and lets its running
+# turns finish for up to this long before ending the rest "interrupted" (chats/run/draining.py).
+SHUTDOWN_GRACE_SECONDS = env.float("SHUTDOWN_GRACE_SECONDS", default=600.0)
+# "json": every log line (Django's and uvicorn's too) is one JSON object (researchsite/logs.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
+LOGGING["filters"] = {"context": {"()": "researchsite.logs.ContextFilter"}}
+LOGGING["handlers"]["console"]["filters"] = ["context"]
+if LOG_FORMAT == "json":
+    LOGGING["formatters"]["json"] = {"()": "researchsite.logs.json_formatter"}
+    LOGGING["handlers"]["console"]["formatter"] = "json"
+# uvicorn's loggers write through the same handler (its own would write plain text). Its access
+# log stays as uvicorn sets it: off in researchsite/serve.py (the proxy logs requests).
+LOGGING["loggers"].update(
+    {
+        name: {"handlers": ["console"], "level": LOGGING["root"]["level"], "propagate": False}
+        for name in ("uvicorn", "uvicorn.error")
+    }
+)
+# Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and its response.
+MIDDLEWARE.insert(0, "researchsite.logs.request_id_middleware")

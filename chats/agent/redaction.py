@@ -5,7 +5,7 @@ headers, a token from a prompt. Every configured secret (`SECRET_SETTINGS`, read
 settings at each call so a changed setting is honoured) and the common shapes of provider keys
 are masked wherever agent text enters the site:
 
-- the run (`chats/run/runner.py`) passes every event through a `StreamRedaction` before it is
+- the run (`chats/run/turn_run.py`) passes every event through a `StreamRedaction` before it is
   logged, relayed or folded into the answer, so the event log, the frames, the turn's answer and
   error, the share page and the exports only ever hold the masked text;
 - the clients' error messages use `redact` (it also folds whitespace and bounds the length);

@@ -32,6 +32,7 @@ from django.db.models.functions import Greatest, Lower, Replace, StrIndex, Subst
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from chats.log_context import shared_task
 from chats.loop.batches import DATABASE_FAILING
 from chats.loop.per_loop import PerLoop
 from chats.models import Chat, ChatSearchDocument, Turn
@@ -123,7 +124,7 @@ class SearchIndexQueue:
 
     def _start(self) -> None:
         if (self._fresh or self._behind) and (self._task is None or self._task.done()):
-            self._task = asyncio.create_task(self._index_due(), name="search-index")
+            self._task = shared_task(self._index_due(), name="search-index")
 
     def _next_batch(self) -> list[int]:
         batch: list[int] = []
@@ -193,7 +194,7 @@ class SearchIndexQueue:
     def keep_catching_up(self, every: timedelta = CATCH_UP_EVERY) -> None:
         """Run `catch_up` every `every` until `drain`, in the background."""
         if self._catching_up is None or self._catching_up.done():
-            self._catching_up = asyncio.create_task(
+            self._catching_up = shared_task(
                 self._catch_up_forever(every.total_seconds()), name="search-catch-up"
             )
 

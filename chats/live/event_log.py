@@ -17,6 +17,7 @@ import contextlib
 import functools
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
@@ -29,9 +30,11 @@ from django.utils import timezone
 from chats.agent.events import AgentEvent
 from chats.live.compact_json import strict_json
 from chats.live.protocol import event_view, publish_to_chats, turn_events
+from chats.log_context import shared_task
 from chats.loop.batches import DATABASE_FAILING
 from chats.loop.per_loop import PerLoop
 from chats.loop.ticks import Ticks, get_ticks
+from chats.metrics import EVENT_LOG_FLUSH, EVENTS_RELAYED
 from chats.models import TurnEvent
 
 logger = logging.getLogger(__name__)
@@ -70,6 +73,9 @@ class EventLog:
         self._retry_at = 0.0
         self._failures: dict[int, str] = {}  # turn id -> why its events could not be stored
         self._on_failure: dict[int, WriteFailed] = {}
+        # When the oldest pending event was received (wall clock): one reading per tick, for
+        # the event delay metric, rather than one per event.
+        self._received_at = 0.0
 
     def watch(self, turn_id: int, on_failure: WriteFailed) -> None:
         """Call `on_failure(message)` if this turn's events cannot be stored."""
@@ -99,8 +105,10 @@ class EventLog:
         self._pending.append(
             PendingEvent(chat_id, turn_id, seq, event, event.data if data is None else data)
         )
+        if len(self._pending) == 1:  # the first of this tick's batch
+            self._received_at = time.time()
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_forever(), name="event-log-flusher")
+            self._flusher = shared_task(self._flush_forever(), name="event-log-flusher")
         self._wakeup.set()
 
     async def flush(self) -> None:
@@ -115,6 +123,7 @@ class EventLog:
                 self._pending[:0], self._held = self._held, []
             while self._pending:
                 batch, self._pending = self._pending, []
+                received_at = self._received_at
                 if self._held:
                     waiting = {p.turn_id for p in self._held}
                     self._held += [p for p in batch if p.turn_id in waiting]
@@ -122,7 +131,9 @@ class EventLog:
                     if not batch:
                         continue
                 try:
+                    began = time.perf_counter()
                     await _write(batch)
+                    EVENT_LOG_FLUSH.observe(time.perf_counter() - began)
                     written = batch
                 except Exception:
                     written, kept = await self._write_turn_by_turn(batch)
@@ -133,7 +144,7 @@ class EventLog:
                     self._failing_since.pop(turn_id, None)
                 if written:
                     try:
-                        await _publish(written)
+                        await _publish(written, received_at)
                     except Exception:  # stored all the same: pages catch up from the log
                         logger.exception("Relaying %d stored events failed", len(written))
 
@@ -310,8 +321,11 @@ def _seq(pending: PendingEvent) -> int:
     return pending.seq
 
 
-async def _publish(batch: list[PendingEvent]) -> None:
-    """One frame per turn for the whole tick, all sent together (one round trip on Redis)."""
+async def _publish(batch: list[PendingEvent], received_at: float = 0.0) -> None:
+    """One frame per turn for the whole tick, all sent together (one round trip on Redis).
+    `received_at`: when the batch's oldest event was received (time.time()), for the pages'
+    event delay metric."""
+    EVENTS_RELAYED.inc(len(batch))
     by_turn: dict[int, list[PendingEvent]] = {}
     for pending in batch:
         by_turn.setdefault(pending.turn_id, []).append(pending)
@@ -320,7 +334,7 @@ async def _publish(batch: list[PendingEvent]) -> None:
         items.sort(key=_seq)  # held-back retries come first; a few items per turn per tick
         views = [event_view(p.seq, p.event) for p in items]
         frames.append((items[0].chat_id, turn_events(turn_id, views)))
-    await publish_to_chats(frames)
+    await publish_to_chats(frames, received_at=received_at)
 
 
 # This event loop's log (tests run one loop each; servers run one).

@@ -66,21 +66,24 @@ async def publish(group: str, message: dict[str, Any]) -> None:
     await get_channel_layer().group_send(group, message)
 
 
-async def publish_to_chats(frames: list[tuple[int, ChatFrame]]) -> None:
-    """Send each (chat id, frame) to every page open on that chat, in any process, in order."""
-    await relay.publish([(chat_id, encode(frame)) for chat_id, frame in frames])
+async def publish_to_chats(
+    frames: list[tuple[int, ChatFrame]], *, received_at: float = 0.0
+) -> None:
+    """Send each (chat id, frame) to every page open on that chat, in any process, in order.
+    `received_at`: when the frames' oldest agent event was received (time.time()), if known."""
+    await relay.publish([(chat_id, encode(frame, received_at)) for chat_id, frame in frames])
 
 
 async def publish_to_chat(chat_id: int, frame: ChatFrame) -> None:
     await publish_to_chats([(chat_id, frame)])
 
 
-def encode(frame: ChatFrame) -> RelayFrame:
+def encode(frame: ChatFrame, received_at: float = 0.0) -> RelayFrame:
     """The frame as the page receives it, once for every page; seqs kept beside it for order."""
     text = compact_json(frame)
     events = frame.get("events")
     first, last = (events[0]["seq"], events[-1]["seq"]) if events else (0, 0)
-    return RelayFrame(frame["type"], frame["turn_id"], text, first, last)
+    return RelayFrame(frame["type"], frame["turn_id"], text, first, last, received_at)
 
 
 # --- Browser → server ------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from typing import Generic, TypeVar
 from channels.db import database_sync_to_async
 from django.db import InterfaceError, OperationalError
 
+from chats.log_context import shared_task
+
 logger = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
@@ -71,7 +73,7 @@ class DatabaseBatches(Generic[Item, Result]):
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((item, future))
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._work(), name=f"{self.name}-batches")
+            self._worker = shared_task(self._work(), name=f"{self.name}-batches")
         return await future
 
     async def close(self) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from typing import Any
 
@@ -29,11 +30,13 @@ from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
 from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
+from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
 from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
 from chats.run.asks import ask_start
+from chats.run.cards import turn_card_frames
+from chats.run.registry import request_stop
 from chats.run.rerun import rerun_ask
-from chats.run.runner import request_stop, turn_card_frames
 from chats.selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
 from chats.services import TurnAsk
 
@@ -100,6 +103,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.outbox_ready = asyncio.Event()
         self.writer: asyncio.Task | None = None
         self.relay = None
+        self.gauged = False
 
     async def connect(self) -> None:
         self.start_page_state()
@@ -108,6 +112,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # Accept first so the page receives the reason and the close code; a refused
         # handshake carries neither.
         await self.accept()
+        OPEN_WEBSOCKETS.inc()
+        self.gauged = True
         if user is None or not user.is_authenticated:
             await self.refuse(
                 ErrorCode.UNAUTHENTICATED,
@@ -131,6 +137,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.relay.join(chat.pk, self)
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "gauged", False):
+            OPEN_WEBSOCKETS.dec()
+            self.gauged = False
         if self.relay is not None:
             await self.relay.leave(self.joined_chat_id, self)
         if self.writer is not None:
@@ -322,6 +331,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if item.first_seq == cursor + 1:
                 self.cursors[item.turn_id] = item.last_seq
                 await self.send(text_data=item.text)
+                if item.received_at:
+                    EVENT_DELAY.observe(time.time() - item.received_at)
             else:  # a gap: the log holds what was lost, and this frame's events too
                 await self._replay(item.turn_id)
         elif item.kind == "turn.started":

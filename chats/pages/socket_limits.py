@@ -27,6 +27,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from chats.live.protocol import publish, session_end, user_group
+from chats.log_context import shared_task
 from chats.loop.per_loop import PerLoop
 from chats.models import OpenSocket
 
@@ -75,7 +76,7 @@ class SocketLeases:
     def hold(self, channel_name: str) -> None:
         self.channel_names.add(channel_name)
         if self._renewer is None or self._renewer.done():
-            self._renewer = asyncio.create_task(self._renew_forever(), name="socket-leases")
+            self._renewer = shared_task(self._renew_forever(), name="socket-leases")
 
     def release(self, channel_name: str) -> None:
         self.channel_names.discard(channel_name)

@@ -17,7 +17,8 @@ from chats.errors import ErrorCode, TurnStartError
 from chats.live.protocol import TurnCardFrame
 from chats.loop.batches import DatabaseBatches
 from chats.loop.per_loop import PerLoop
-from chats.run.runner import get_registry, publish_turn_cards, rendered_or_none
+from chats.run.cards import publish_turn_cards, rendered_or_none
+from chats.run.registry import get_registry
 from chats.services import StartedTurn, TurnAsk, turn_start_many
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,11 @@
 """ASGI lifespan: at start-up, recover turns orphaned by a dead process and queue the chats it
-left unindexed for search (looking again every few minutes while serving); at shutdown, end
-runs and leave nothing behind (no pending write, indexing pass, Redis listing, subscription or
-connection)."""
+left unindexed for search (looking again every few minutes while serving); at shutdown, let
+running turns finish (chats/run/draining.py), end what is left, and leave nothing behind (no
+pending write, indexing pass, Redis listing, subscription or connection).
+
+Start-up needs no database: a process whose database is down starts, answers /healthz, reports
+it on /readyz, and recovers by itself (the heartbeat sweeps and the search queue catches up
+again while serving)."""
 
 from __future__ import annotations
 
@@ -17,8 +21,11 @@ from chats.agent.providers import preload_sdks
 from chats.library.search import get_search_index_queue
 from chats.live.event_log import get_event_log
 from chats.live.relay import close_relay
+from chats.metrics import forget_this_process
 from chats.run.asks import get_ask_batches
-from chats.run.runner import get_finish_batches, get_registry, sweep_orphans
+from chats.run.draining import drain
+from chats.run.finishes import get_finish_batches
+from chats.run.registry import get_registry, sweep_orphans
 from chats.verify.check import stop_source_checks
 from chats.watch.worker import start_watch_worker, stop_watch_worker
 
@@ -58,9 +65,15 @@ async def lifespan_app(scope, receive, send) -> None:
 
 async def shut_down() -> None:
     """End this process's runs, then finish the work they left, in the order it depends on."""
+    registry = get_registry()
+
+    async def drain_runs() -> None:
+        await drain(registry, grace=settings.SHUTDOWN_GRACE_SECONDS)
+
     steps = [
         get_ask_batches().close,  # asks being started become runs; no new ones start
-        get_registry().shutdown,  # each run records itself interrupted and flushes its events
+        drain_runs,  # running turns finish, up to SHUTDOWN_GRACE_SECONDS
+        registry.shutdown,  # what is left records itself interrupted and flushes its events
         stop_watch_worker,  # its runs have ended with the others
         get_finish_batches().close,  # what the runs stored is announced
         stop_source_checks,  # pages still being read count as unread
@@ -69,6 +82,7 @@ async def shut_down() -> None:
         close_http_sessions,  # every run has ended: their connections are idle
         close_relay,
         database_sync_to_async(connections.close_all),  # the shared database thread's
+        forget_this_process,
     ]
     for step in steps:
         try:

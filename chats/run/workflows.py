@@ -29,8 +29,10 @@ from chats.agent.sse import StreamMessage
 from chats.answer import display
 from chats.errors import TurnStartError
 from chats.models import Chat, Turn, WorkflowTemplate
-from chats.run.runner import TurnRun, get_registry, publish_turn_started
+from chats.run.cards import publish_turn_started
+from chats.run.registry import get_registry
 from chats.run.storable import storable_text
+from chats.run.turn_run import TurnRun
 
 logger = logging.getLogger(__name__)
 
@@ -239,8 +241,8 @@ class WorkflowStream:
         while True:
             adapter = WorkflowAdapter()
             request = replace(self.run.request, execution_id=self.execution_id or None)
-            # Read timeouts come before the run's own idle limit (chats/run/runner.py), so a stalled
-            # stream is resumed here instead of ending the turn.
+            # Read timeouts come before the run's own idle limit (chats/run/turn_run.py), so a
+            # stalled stream is resumed here instead of ending the turn.
             connection = bigdata_settings()
             connection = replace(
                 connection,

@@ -181,7 +181,7 @@ def _page_read(page: SourcePage) -> PageRead:
 
 def _store_checked(turn: Turn, cited: CitedAnswer, reads: dict[str, PageRead]) -> TurnCardFrame:
     """Store the checked claims and the new cited HTML; return the card for the pages."""
-    from chats.run.runner import turn_card_frame  # the runner starts checks: imported late
+    from chats.run.cards import turn_card_frame  # the runner starts checks: imported late
 
     checked = with_pages(cited, reads)
     turn.answer_html = render_html(checked, doc_id=f"t{turn.pk}")

@@ -20,8 +20,8 @@ from chats.answer.compare import compare_turns
 from chats.live.protocol import ErrorCode
 from chats.models import Turn
 from chats.run.asks import ask_start
+from chats.run.registry import get_registry
 from chats.run.rerun import rerun_ask
-from chats.run.runner import get_registry
 from chats.services import TurnAsk, TurnStartError
 from chats.watch.models import Watch, WatchRun
 from chats.watch.notify import tell_analyst

@@ -6,24 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import time
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
-import httpx
 import pytest
-from django.conf import settings as django_settings
-from django.db import connection
 from django.test import Client
 from websockets.asyncio.client import connect
 
 from chats.models import Chat, Turn
 from demo_agent.scripted import Reply, ScriptedAgent, Stall, answer_stream
+from tests.scaleout.sites import site_process
 from tests.servers import free_port, serve_asgi
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.scaleout,
@@ -36,55 +28,6 @@ pytestmark = [
         reason="needs TEST_DATABASE_URL=postgres://… and REDIS_URL (make test-services runs it)",
     ),
 ]
-
-
-@contextmanager
-def site_process(port: int, agent_url: str):
-    """Run the site in its own uvicorn process against the test database and Redis."""
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "researchsite.settings",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "SECRET_KEY": django_settings.SECRET_KEY,  # sessions made here must verify there
-        "RESEARCH_AGENT_URL": agent_url,
-        "BIGDATA_API_KEY": "scaleout-test-key",
-        "DEMO_AGENT_ENABLED": "false",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "EVENT_FLUSH_INTERVAL": "0.02",
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "researchsite.asgi:application",
-            "--port",
-            str(port),
-            "--lifespan",
-            "on",
-            "--ws",
-            "websockets-sansio",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/login/", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the site on port {port} did not start") from None
-                time.sleep(0.1)
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 async def frames_until_finished(socket, turn_id=None):

@@ -20,6 +20,8 @@ from chats.live.relay.local import RelayFrame
 if TYPE_CHECKING:
     from chats.live.relay.redis_relay import RedisRelay
 
+from chats.log_context import shared_task
+
 logger = logging.getLogger(__name__)
 
 MISSED = "missed"  # the kind of a message that tells other processes' pages to catch up
@@ -83,7 +85,7 @@ class Inbox:
             self._open = asyncio.get_running_loop().create_future()
         if recover:
             self.recovering = True
-        self.reader = asyncio.create_task(self._read_forever(recover), name="relay-reader")
+        self.reader = shared_task(self._read_forever(recover), name="relay-reader")
 
     async def _read_forever(self, recover: bool) -> None:
         if recover:

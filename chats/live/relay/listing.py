@@ -26,6 +26,8 @@ from chats.live.relay import timing
 if TYPE_CHECKING:
     from chats.live.relay.redis_relay import RedisRelay
 
+from chats.log_context import shared_task
+
 logger = logging.getLogger(__name__)
 
 # LIST: ARGV[1] the process, ARGV[2] the lease, ARGV[3] the sets' prefix, ARGV[4] the chats to
@@ -93,7 +95,7 @@ class Listing:
             refused.set_result(False)
             return refused
         if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self.run(), name="relay-lister")
+            self.task = shared_task(self.run(), name="relay-lister")
         if self._next_pass is None:
             self._next_pass = loop.create_future()
         self._wanted.set()

@@ -18,6 +18,9 @@ class RelayFrame:
     text: str  # the frame as the page receives it
     first_seq: int = 0  # turn.events: the seqs the frame carries, first and last
     last_seq: int = 0
+    # When its oldest agent event was received (time.time()), for the event delay metric; 0
+    # when unknown, as for frames from other processes (their Redis messages do not carry it).
+    received_at: float = 0.0
 
 
 class Subscriber(Protocol):

@@ -23,6 +23,7 @@ from chats.live.relay import timing
 from chats.live.relay.inbox import inbox_prefix, message, missed_message
 from chats.live.relay.listing import listeners_prefix
 from chats.live.relay.local import RelayFrame
+from chats.log_context import shared_task
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class Publisher:
         else:
             self._waiting.extend(frames)
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._publish_forever(), name="relay-publisher")
+            self._task = shared_task(self._publish_forever(), name="relay-publisher")
         self._frames_waiting.set()
 
     async def _publish_forever(self) -> None:

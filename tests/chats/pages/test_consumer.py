@@ -450,7 +450,7 @@ async def test_orphaned_turns_are_interrupted_at_start_up(chat):
 
 
 async def test_a_lapsed_lease_is_swept_while_running(connect, user, chat, settings):
-    from chats.run.runner import get_registry
+    from chats.run.registry import get_registry
 
     settings.TURN_HEARTBEAT_SECONDS = 0.05
     client = await connect(user, chat)
@@ -534,7 +534,7 @@ async def test_sustained_flooding_closes_the_socket(connect, user, chat, setting
 
 
 async def test_a_chat_streams_one_turn_at_a_time(connect, user, chat, upstream):
-    from chats.run.runner import get_registry
+    from chats.run.registry import get_registry
 
     upstream.queue(*[Reply(body=[sse({"type": "ANSWER", "content": "x"}), Stall()])] * 2)
     client = await connect(user, chat)
@@ -554,7 +554,7 @@ async def test_twenty_asks_at_once_reach_the_agent_at_most_three_times(
 ):
     """20 asks sent together, in one chat or spread over five, start at most 3 runs."""
     from chats.models import Chat
-    from chats.run.runner import get_registry
+    from chats.run.registry import get_registry
 
     assert settings.AGENT_MAX_CONCURRENT_TURNS == 3
     upstream.queue(*[Reply(body=[sse({"type": "ANSWER", "content": "x"}), Stall()])] * 20)

@@ -158,7 +158,7 @@ async def test_an_ask_the_database_refuses_fails_alone_in_its_batch(
 
 
 async def test_a_turn_runs_to_its_end_when_its_page_leaves_mid_ask(analysts, upstream):
-    from chats.run.runner import get_registry
+    from chats.run.registry import get_registry
     from demo_agent.scripted import answer_stream
 
     chat = await Chat.objects.acreate(owner=analysts[0])
@@ -194,7 +194,7 @@ def test_an_ask_for_a_chat_deleted_meanwhile_is_refused_alone(analysts):
 
 async def test_a_run_started_as_the_server_stops_ends_interrupted_not_streaming(analysts, upstream):
     """Its task is cancelled before it takes a step: the turn must not stay "streaming"."""
-    from chats.run.runner import get_registry
+    from chats.run.registry import get_registry
     from demo_agent.scripted import answer_stream
 
     chat = await Chat.objects.acreate(owner=analysts[0])
@@ -213,7 +213,7 @@ async def test_a_run_started_as_the_server_stops_ends_interrupted_not_streaming(
 
 async def test_cards_that_render_are_announced_when_another_in_the_batch_cannot_be(analysts):
     from chats.live.relay import get_relay
-    from chats.run.runner import publish_turn_cards
+    from chats.run.cards import publish_turn_cards
 
     chat = await Chat.objects.acreate(owner=analysts[0])
     started = await database_sync_to_async(turn_start)(

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
-from chats.run.runner import Finish, _store_finishes, get_finish_batches
+from chats.run.finishes import Finish, get_finish_batches, store_finishes
 from chats.services import TurnEnd, turn_start
 from citations.models import Reference
 from demo_agent.scripted import answer_stream
@@ -89,9 +89,9 @@ def test_turns_ending_together_cost_the_queries_of_one_but_updates_of_their_own(
     one = started_turns(django_user_model, 1, "a")
     ten = started_turns(django_user_model, 10, "b")
     with CaptureQueriesContext(connection) as alone:
-        _store_finishes([finish_of(s, f"Answer {s.turn.pk} here.") for s in one])
+        store_finishes([finish_of(s, f"Answer {s.turn.pk} here.") for s in one])
     with CaptureQueriesContext(connection) as together:
-        outcomes = _store_finishes([finish_of(s, f"Answer {s.turn.pk} here.") for s in ten])
+        outcomes = store_finishes([finish_of(s, f"Answer {s.turn.pk} here.") for s in ten])
     # Each turn's row and its chat's row are an UPDATE each; the rest is shared.
     assert len(together.captured_queries) - len(alone.captured_queries) == 18
     for started, (turn, card) in zip(ten, outcomes, strict=True):
@@ -106,7 +106,7 @@ def test_turns_ending_together_cost_the_queries_of_one_but_updates_of_their_own(
 def test_a_turn_finished_already_is_left_as_it_is(django_user_model):
     (started,) = started_turns(django_user_model, 1)
     Turn.objects.filter(pk=started.turn.pk).update(status=Turn.Status.INTERRUPTED)
-    assert _store_finishes([finish_of(started, "Late answer.")]) == [(None, None)]
+    assert store_finishes([finish_of(started, "Late answer.")]) == [(None, None)]
     assert Turn.objects.get(pk=started.turn.pk).answer_text == ""
     assert not Reference.objects.exists()
 
@@ -114,9 +114,9 @@ def test_a_turn_finished_already_is_left_as_it_is(django_user_model):
 def test_the_final_card_needs_no_query_for_siblings_the_run_knows(django_user_model):
     known, unknown = started_turns(django_user_model, 2)
     with CaptureQueriesContext(connection) as with_siblings:
-        _store_finishes([finish_of(known, "Answer one.")])
+        store_finishes([finish_of(known, "Answer one.")])
     with CaptureQueriesContext(connection) as without:
-        _store_finishes([finish_of(unknown, "Answer two.", siblings=False)])
+        store_finishes([finish_of(unknown, "Answer two.", siblings=False)])
     assert len(with_siblings.captured_queries) == len(without.captured_queries) - 1
 
 
@@ -125,6 +125,6 @@ def test_an_answer_with_code_and_lone_carriage_returns_is_stored(django_user_mod
     too; the code block's lines must be counted as it counts them."""
     (started,) = started_turns(django_user_model, 1)
     text = "Intro\r\r```\rx = 1\r```\rAfter"
-    ((turn, card),) = _store_finishes([finish_of(started, text)])
+    ((turn, card),) = store_finishes([finish_of(started, text)])
     assert (turn.answer_text, turn.status) == (text, Turn.Status.COMPLETE)
     assert card is not None and "x = 1" in turn.answer_html

@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect
 from chats.library.search import get_search_index_queue
 from chats.models import Chat, ChatSearchDocument, Turn, TurnEvent
 from chats.run.lifespan import lifespan_app
-from chats.run.runner import sweep_orphans
+from chats.run.registry import sweep_orphans
 from demo_agent.scripted import Reply, answer_stream
 from tests.chats.refusals import refusals_fixture
 from tests.processes import python_output
@@ -125,8 +125,27 @@ async def ask_and_read(url: str, chat: Chat, cookie: str, *, events: int | None 
         return seen
 
 
-def test_stopping_the_server_mid_answer_leaves_nothing_running(upstream, django_user_model):
-    """Shut-down ends the run, writes its last events and closes the connections it opened."""
+def test_a_stopping_server_lets_a_running_answer_finish(upstream, django_user_model):
+    """Shut-down waits for the run (SHUTDOWN_GRACE_SECONDS): the page has gone, the answer
+    is stored whole."""
+    chat, cookie = logged_in_chat(django_user_model)
+    text = " ".join(f"w{i}" for i in range(100))
+    upstream.queue(Reply.events(*answer_stream(text, pieces=100), pause=0.01))
+    from researchsite.asgi import application
+
+    with serve_asgi(application, lifespan="on") as url:
+        asyncio.run(ask_and_read(url, chat, cookie, events=5))
+
+    turn = Turn.objects.get(chat=chat)
+    assert (turn.status, turn.answer_text) == (Turn.Status.COMPLETE, text)
+
+
+def test_stopping_the_server_mid_answer_leaves_nothing_running(
+    upstream, django_user_model, settings
+):
+    """Past the grace period, shut-down ends the run, writes its last events and closes the
+    connections it opened."""
+    settings.SHUTDOWN_GRACE_SECONDS = 0
     chat, cookie = logged_in_chat(django_user_model)
     text = " ".join(f"w{i}" for i in range(400))
     upstream.queue(Reply.events(*answer_stream(text, pieces=400), pause=0.01))

@@ -8,7 +8,7 @@ import os
 import pytest
 from channels.layers import get_channel_layer
 
-from chats.run.runner import RunRegistry
+from chats.run.registry import RunRegistry
 
 
 class FinishingRun:

@@ -139,10 +139,10 @@ async def test_malformed_lines_are_logged_once_per_turn_as_a_count(
         *answer_stream_lines("Fine after all."),
     ]
     upstream.queue(Reply(body=body))
-    with caplog.at_level(logging.WARNING, logger="chats.run.runner"):
+    with caplog.at_level(logging.WARNING, logger="chats.run.turn_run"):
         _, turn, _ = await run_turn(connect, user, chat)
     assert (turn.status, turn.malformed_lines) == (Turn.Status.COMPLETE, 500)
-    summaries = [r for r in caplog.records if r.name == "chats.run.runner"]
+    summaries = [r for r in caplog.records if r.name == "chats.run.turn_run"]
     assert [r.getMessage() for r in summaries] == [
         f"Turn {turn.pk}: skipped 500 malformed stream lines"
     ]

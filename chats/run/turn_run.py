@@ -1,9 +1,8 @@
 """The run of a turn: read the agent's stream, log and relay each event, then store the answer.
 
 A run is an asyncio task owned by the server process, not by the websocket that asked for it:
-closing a tab must not kill an answer. Stop requests reach a run through the channel layer
-(the run may live in another process); a lease renewed by `RunRegistry` lets any process tell
-when the run's own process died.
+closing a tab must not kill an answer. The process's runs are kept by `RunRegistry`
+(chats/run/registry.py); how a run's end is stored and announced is chats/run/finishes.py.
 """
 
 from __future__ import annotations
@@ -12,14 +11,9 @@ import asyncio
 import dataclasses
 import logging
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
-from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db.models import prefetch_related_objects
-from django.template.loader import render_to_string
 
 from chats.agent.client import AgentError, AgentRequest
 from chats.agent.events import AgentEvent, AnswerEvent, ChartEvent
@@ -27,33 +21,14 @@ from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
 from chats.agent.redaction import StreamRedaction
 from chats.agent.transcript import Transcript
 from chats.answer import display
-from chats.library.search import get_search_index_queue
 from chats.live.event_log import EventLog, get_event_log
-from chats.live.protocol import (
-    CardKind,
-    TurnCardFrame,
-    control_group,
-    publish,
-    publish_to_chat,
-    publish_to_chats,
-    turn_card,
-    turn_notice,
-    turn_stop,
-)
-from chats.loop.batches import DatabaseBatches
-from chats.loop.per_loop import PerLoop
+from chats.live.protocol import publish_to_chat, turn_notice
+from chats.metrics import TURNS_FINISHED, UPSTREAM_ERRORS
 from chats.models import Turn
+from chats.run.finishes import Finish, announce_finished, fail_unfinishable, get_finish_batches
 from chats.run.rendering import arrived_chart, rendered
 from chats.run.storable import storable_event
-from chats.selectors import BranchTurn, branch_turn
-from chats.services import (
-    TurnEnd,
-    turn_fail_unsaved,
-    turn_finish_many,
-    turn_interrupt_orphans,
-    turn_renew_leases,
-)
-from chats.verify.check import start_source_checks
+from chats.services import TurnEnd
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +40,6 @@ SERVER_RESTARTED = {
     "error": "The server restarted while this answer was being written.",
     "error_kind": Turn.ErrorKind.SERVER,
 }
-
-
-LISTENER_CLOSE = "turn.listener.close"
 
 
 class TurnLimitReached(Exception):
@@ -83,6 +55,7 @@ class TurnRun:
         self.turn_id = turn.pk
         self.chat_id = turn.chat_id
         self.agent = turn.chat.provider
+        self.user_id = turn.chat.owner_id
         self.request = request
         self.transcript = Transcript()
         self.stop_requested = False
@@ -123,6 +96,7 @@ class TurnRun:
                     )
             outcome = self._outcome_of_stream(stream.malformed_lines)
         except AgentError as error:
+            UPSTREAM_ERRORS.labels(agent=self.agent, kind=error.kind).inc()
             status = (
                 Turn.Status.INTERRUPTED if error.kind in INTERRUPTING_KINDS else Turn.Status.FAILED
             )
@@ -241,7 +215,8 @@ class TurnRun:
 
     def _outcome_of_stream(self, malformed_lines: int) -> dict[str, Any]:
         transcript = self.transcript
-        if transcript.failed:
+        if transcript.failed:  # the agent reported an error in its stream
+            UPSTREAM_ERRORS.labels(agent=self.agent, kind=Turn.ErrorKind.AGENT).inc()
             return {
                 "status": Turn.Status.FAILED,
                 "error": transcript.error,
@@ -275,6 +250,8 @@ class TurnRun:
         if failure is not None:
             status, error, error_kind = Turn.Status.FAILED, failure, Turn.ErrorKind.UNSAVED
         error = self.redaction.redactor.text(error)  # a client's error may quote the agent
+        TURNS_FINISHED.labels(agent=self.agent, status=status).inc()
+        logger.info("Turn %s ended: %s", self.turn_id, status)
 
         end = TurnEnd(
             turn_id=self.turn_id,
@@ -290,13 +267,13 @@ class TurnRun:
             await get_finish_batches().submit(Finish(end, self.siblings))  # stored, announced
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)
-            turn = await _fail_unfinishable(
+            turn = await fail_unfinishable(
                 self.turn_id,
                 failure
                 or f"This answer could not be saved ({type(finish_error).__name__})."
                 " Retry to ask again.",
             )
-            await _announce_finished([(turn, None)])
+            await announce_finished([(turn, None)])
 
     async def _notice_retry(self, message: str, delay: float) -> None:
         if self._deadline is not None:  # waiting out a retry is not the agent falling silent
@@ -305,249 +282,3 @@ class TurnRun:
             self._deadline.reschedule(min(idle_until, self._ends_at))
         notice = turn_notice(self.turn_id, display.retry_notice(message, delay))
         await publish_to_chat(self.chat_id, notice)
-
-
-def render_turn_card(turn: Turn, item: BranchTurn | None = None) -> str:
-    """The turn's card; `item` when the caller knows the turn's siblings already."""
-    return render_to_string("chats/_turn.html", {"item": item or branch_turn(turn=turn)})
-
-
-def turn_card_frames(
-    turn: Turn,
-    kinds: tuple[CardKind, ...],
-    item: BranchTurn | None = None,
-) -> list[TurnCardFrame]:
-    """Frames that carry the turn's card as the page would render it now, rendered once
-    whatever the number of kinds (database thread)."""
-    html = render_turn_card(turn, item)
-    return [
-        turn_card(
-            kind,
-            turn_id=turn.pk,
-            parent_id=turn.parent_id,
-            status=turn.status,
-            html=html,
-            chat_title=turn.chat.title,
-        )
-        for kind in kinds
-    ]
-
-
-def turn_card_frame(kind: CardKind, turn: Turn, item: BranchTurn | None = None) -> TurnCardFrame:
-    return turn_card_frames(turn, (kind,), item)[0]
-
-
-async def turn_frame(kind: CardKind, turn: Turn) -> TurnCardFrame:
-    return await database_sync_to_async(turn_card_frame)(kind, turn)
-
-
-async def publish_turn_cards(
-    kind: CardKind, cards: list[tuple[Turn, TurnCardFrame | None]]
-) -> None:
-    """Announce these turns' cards to their chats' pages in one publish (one round trip to
-    Redis). A card not rendered yet is rendered now; one that cannot be is left out, and its
-    pages show the turn when they next sync."""
-    frames = []
-    for turn, frame in cards:
-        if frame is None:
-            try:
-                frame = await turn_frame(kind, turn)
-            except Exception:
-                logger.exception("Rendering the card of turn %s failed", turn.pk)
-                continue
-        frames.append((turn.chat_id, frame))
-    if frames:
-        await publish_to_chats(frames)
-
-
-async def publish_turn_started(turn: Turn) -> None:
-    await publish_turn_cards("turn.started", [(turn, None)])
-
-
-class RunRegistry:
-    """The runs of this process: keeps their tasks alive, renews their leases, sweeps orphans."""
-
-    def __init__(self) -> None:
-        self.runs: dict[int, TurnRun] = {}
-        self._heartbeat: asyncio.Task | None = None
-
-    async def start(
-        self,
-        turn: Turn,
-        request: AgentRequest,
-        *,
-        run_class: type[TurnRun] | None = None,
-        siblings: list[int] | None = None,
-    ) -> TurnRun:
-        run = (run_class or TurnRun)(turn, request)
-        run.siblings = siblings
-        self.runs[run.turn_id] = run
-        run.task = asyncio.create_task(self._supervise(run), name=f"turn-{run.turn_id}")
-        self.ensure_heartbeat()
-        return run
-
-    async def _supervise(self, run: TurnRun) -> None:
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(control_group(run.turn_id), channel)
-        listener = asyncio.create_task(self._listen_for_stop(run, channel))
-        try:
-            await run.run()
-        finally:
-            await layer.group_discard(control_group(run.turn_id), channel)
-            # Ask the listener to return rather than cancel it: channels_redis reads every
-            # channel of a process in one shared receive, and cancelling it mid-read drops a
-            # message that was meant for another channel, such as a page's turn.finished.
-            if not listener.done():
-                await layer.send(channel, {"type": LISTENER_CLOSE})
-            await asyncio.wait([listener], timeout=5)
-            self.runs.pop(run.turn_id, None)
-
-    async def _listen_for_stop(self, run: TurnRun, channel: str) -> None:
-        layer = get_channel_layer()
-        try:
-            while True:
-                message = await layer.receive(channel)
-                if message.get("type") == LISTENER_CLOSE:
-                    return
-                if message.get("type") == "turn.stop" and run.task is not None:
-                    run.stop_requested = True
-                    run.task.cancel()
-                    return
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # the layer went away (shutdown); the run itself carries on
-            logger.warning("Stop listener for turn %s ended", run.turn_id, exc_info=True)
-
-    def ensure_heartbeat(self) -> None:
-        if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.create_task(self._beat(), name="turn-heartbeat")
-
-    async def _beat(self) -> None:
-        while True:
-            try:
-                if self.runs:
-                    await database_sync_to_async(turn_renew_leases)(turn_ids=list(self.runs))
-            except Exception:
-                logger.exception("Renewing the leases of running turns failed")
-            try:
-                await sweep_orphans()
-            except Exception:
-                logger.exception("Sweeping orphaned turns failed")
-            await asyncio.sleep(settings.TURN_HEARTBEAT_SECONDS)
-
-    async def shutdown(self) -> None:
-        """Cancel this process's runs; each records itself interrupted before it ends."""
-        runs = list(self.runs.values())
-        for run in runs:
-            if run.task is not None and not run.finishing:  # a finishing one is storing itself
-                run.task.cancel()
-        await asyncio.gather(*(run.task for run in runs if run.task), return_exceptions=True)
-        # A run cancelled before it began (asked for a moment before) recorded nothing: its
-        # turn must not stay "streaming" until another process sweeps it.
-        for run in runs:
-            if not run.began:
-                await run.end_unbegun()
-                self.runs.pop(run.turn_id, None)
-        if self._heartbeat:
-            self._heartbeat.cancel()
-
-
-async def sweep_orphans() -> None:
-    turns = await database_sync_to_async(turn_interrupt_orphans)()
-    for turn in turns:
-        await _publish_finished_safely(turn)
-    start_source_checks(turn.pk for turn in turns if getattr(turn, "pages_to_check", False))
-    # Every way a sweep ends a turn (its partial answer stored, or failed) is indexed here: the
-    # search queue's catch-up passes leave chats alone while they stream.
-    get_search_index_queue().add_many([turn.chat_id for turn in turns])
-
-
-async def _fail_unfinishable(turn_id: int, error: str) -> Turn | None:
-    """Mark a turn whose answer could not be stored failed, with the fewest fields possible."""
-    try:
-        return await database_sync_to_async(turn_fail_unsaved)(turn_id=turn_id, error=error)
-    except Exception:  # the database itself is away: the orphan sweep finishes it later
-        logger.exception("Marking turn %s failed did not work either", turn_id)
-        return None
-
-
-@dataclass(frozen=True)
-class Finish:
-    """How a run ended, and its turn's siblings if the run knew them (for its final card)."""
-
-    end: TurnEnd
-    siblings: list[int] | None = None
-
-
-# The stored turn (None: it was finished already) and its final card (None: not rendered).
-Stored = tuple[Turn | None, TurnCardFrame | None]
-
-
-def _store_finishes(finishes: list[Finish]) -> list[Stored]:
-    """Store the ended turns in one transaction, then render their cards (database thread)."""
-    turns = turn_finish_many([finish.end for finish in finishes])
-    try:  # the cards list each turn's tool calls, the frames its chat's title: one query each
-        # for the batch, not one per card
-        prefetch_related_objects(
-            [turn for turn in turns if turn is not None], "audit_traces", "chat"
-        )
-    except Exception:  # stored all the same: each card queries its own
-        logger.exception("Loading the tool calls of %d finished turns failed", len(turns))
-    return [_stored(turn, finish) for turn, finish in zip(turns, finishes, strict=True)]
-
-
-def _stored(turn: Turn | None, finish: Finish) -> Stored:
-    return (turn, None) if turn is None else (turn, _final_card(turn, finish))
-
-
-def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
-    siblings = finish.siblings
-    item = None
-    if siblings and turn.pk in siblings:
-        item = BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
-    return rendered_or_none(turn, "turn.finished", item)
-
-
-async def _announce_finished(batch: list[Stored]) -> None:
-    """Send the stored turns' final cards to their chats' pages in one publish; queue their
-    chats for search."""
-    stored = [(turn, frame) for turn, frame in batch if turn is not None]
-    try:
-        await publish_turn_cards("turn.finished", stored)
-    except Exception:  # stored all the same: pages that sync see them
-        logger.exception("Announcing the end of %d turns failed", len(stored))
-    for turn, _ in stored:
-        get_search_index_queue().add(turn.chat_id)
-    start_source_checks(turn.pk for turn, _ in stored if getattr(turn, "pages_to_check", False))
-
-
-# This event loop's ending turns: answers that end together are stored in one trip (and one
-# transaction); when the database refuses it, each is stored alone.
-get_finish_batches = PerLoop(
-    lambda: DatabaseBatches(_store_finishes, name="finish", then=_announce_finished)
-)
-
-
-def rendered_or_none(turn: Turn, kind: CardKind, item: BranchTurn | None) -> TurnCardFrame | None:
-    """The turn's card frame, or None if rendering it failed (database thread)."""
-    try:
-        return turn_card_frame(kind, turn, item)
-    except Exception:  # the turn is stored: publishing renders the card again, or says why not
-        logger.exception("Rendering the card of turn %s failed", turn.pk)
-        return None
-
-
-async def _publish_finished_safely(turn: Turn) -> None:
-    try:
-        await publish_turn_cards("turn.finished", [(turn, None)])
-    except Exception:  # stored all the same: pages that sync see it
-        logger.exception("Announcing the end of turn %s failed", turn.pk)
-
-
-async def request_stop(turn_id: int) -> None:
-    """Ask the run of `turn_id`, in whichever process it lives, to stop."""
-    await publish(control_group(turn_id), turn_stop())
-
-
-get_registry = PerLoop(RunRegistry)  # this event loop's runs

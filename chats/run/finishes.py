@@ -1,0 +1,88 @@
+"""Storing finished turns: runs that end together are stored in one transaction, then their
+final cards are announced and their chats queued for search."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+from django.db.models import prefetch_related_objects
+
+from chats.library.search import get_search_index_queue
+from chats.live.protocol import TurnCardFrame
+from chats.loop.batches import DatabaseBatches
+from chats.loop.per_loop import PerLoop
+from chats.models import Turn
+from chats.run.cards import publish_turn_cards, rendered_or_none
+from chats.selectors import BranchTurn
+from chats.services import TurnEnd, turn_fail_unsaved, turn_finish_many
+from chats.verify.check import start_source_checks
+
+logger = logging.getLogger(__name__)
+
+
+async def fail_unfinishable(turn_id: int, error: str) -> Turn | None:
+    """Mark a turn whose answer could not be stored failed, with the fewest fields possible."""
+    try:
+        return await database_sync_to_async(turn_fail_unsaved)(turn_id=turn_id, error=error)
+    except Exception:  # the database itself is away: the orphan sweep finishes it later
+        logger.exception("Marking turn %s failed did not work either", turn_id)
+        return None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a run ended, and its turn's siblings if the run knew them (for its final card)."""
+
+    end: TurnEnd
+    siblings: list[int] | None = None
+
+
+# The stored turn (None: it was finished already) and its final card (None: not rendered).
+Stored = tuple[Turn | None, TurnCardFrame | None]
+
+
+def store_finishes(finishes: list[Finish]) -> list[Stored]:
+    """Store the ended turns in one transaction, then render their cards (database thread)."""
+    turns = turn_finish_many([finish.end for finish in finishes])
+    try:  # the cards list each turn's tool calls, the frames its chat's title: one query each
+        # for the batch, not one per card
+        prefetch_related_objects(
+            [turn for turn in turns if turn is not None], "audit_traces", "chat"
+        )
+    except Exception:  # stored all the same: each card queries its own
+        logger.exception("Loading the tool calls of %d finished turns failed", len(turns))
+    return [_stored(turn, finish) for turn, finish in zip(turns, finishes, strict=True)]
+
+
+def _stored(turn: Turn | None, finish: Finish) -> Stored:
+    return (turn, None) if turn is None else (turn, _final_card(turn, finish))
+
+
+def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
+    siblings = finish.siblings
+    item = None
+    if siblings and turn.pk in siblings:
+        item = BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
+    return rendered_or_none(turn, "turn.finished", item)
+
+
+async def announce_finished(batch: list[Stored]) -> None:
+    """Send the stored turns' final cards to their chats' pages in one publish; queue their
+    chats for search."""
+    stored = [(turn, frame) for turn, frame in batch if turn is not None]
+    try:
+        await publish_turn_cards("turn.finished", stored)
+    except Exception:  # stored all the same: pages that sync see them
+        logger.exception("Announcing the end of %d turns failed", len(stored))
+    for turn, _ in stored:
+        get_search_index_queue().add(turn.chat_id)
+    start_source_checks(turn.pk for turn, _ in stored if getattr(turn, "pages_to_check", False))
+
+
+# This event loop's ending turns: answers that end together are stored in one trip (and one
+# transaction); when the database refuses it, each is stored alone.
+get_finish_batches = PerLoop(
+    lambda: DatabaseBatches(store_finishes, name="finish", then=announce_finished)
+)

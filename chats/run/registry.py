@@ -1,0 +1,166 @@
+"""The runs of a process: keep their tasks alive, pass on stop requests, renew their leases,
+sweep the turns of dead processes.
+
+Stop requests reach a run through the channel layer (the run may live in another process); a
+lease renewed by `RunRegistry` lets any process tell when the run's own process died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from chats.agent.client import AgentRequest
+from chats.library.search import get_search_index_queue
+from chats.live.protocol import control_group, publish, turn_stop
+from chats.log_context import bind_log_context, shared_task
+from chats.loop.per_loop import PerLoop
+from chats.metrics import STREAMING_TURNS, TURNS_STARTED
+from chats.models import Turn
+from chats.run.cards import publish_turn_cards
+from chats.run.turn_run import TurnRun
+from chats.services import turn_interrupt_orphans, turn_renew_leases
+from chats.verify.check import start_source_checks
+
+logger = logging.getLogger(__name__)
+
+LISTENER_CLOSE = "turn.listener.close"
+
+
+class RunRegistry:
+    """The runs of this process: keeps their tasks alive, renews their leases, sweeps orphans."""
+
+    def __init__(self) -> None:
+        self.runs: dict[int, TurnRun] = {}
+        self._heartbeat: asyncio.Task | None = None
+
+    async def start(
+        self,
+        turn: Turn,
+        request: AgentRequest,
+        *,
+        run_class: type[TurnRun] | None = None,
+        siblings: list[int] | None = None,
+    ) -> TurnRun:
+        run = (run_class or TurnRun)(turn, request)
+        run.siblings = siblings
+        self.runs[run.turn_id] = run
+        TURNS_STARTED.labels(agent=run.agent).inc()
+        run.task = asyncio.create_task(self._run_in_context(run), name=f"turn-{run.turn_id}")
+        self.ensure_heartbeat()
+        return run
+
+    async def _run_in_context(self, run: TurnRun) -> None:
+        """The run's task: every line it logs names its turn; the streaming gauge counts it."""
+        bind_log_context(
+            chat_id=run.chat_id, turn_id=run.turn_id, user_id=run.user_id, agent=run.agent
+        )
+        logger.info("Turn %s started (%s)", run.turn_id, run.agent)
+        STREAMING_TURNS.inc()
+        try:
+            await self._supervise(run)
+        finally:
+            STREAMING_TURNS.dec()
+
+    async def _supervise(self, run: TurnRun) -> None:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(control_group(run.turn_id), channel)
+        listener = asyncio.create_task(self._listen_for_stop(run, channel))
+        try:
+            await run.run()
+        finally:
+            await layer.group_discard(control_group(run.turn_id), channel)
+            # Ask the listener to return rather than cancel it: channels_redis reads every
+            # channel of a process in one shared receive, and cancelling it mid-read drops a
+            # message that was meant for another channel, such as a page's turn.finished.
+            if not listener.done():
+                await layer.send(channel, {"type": LISTENER_CLOSE})
+            await asyncio.wait([listener], timeout=5)
+            self.runs.pop(run.turn_id, None)
+
+    async def _listen_for_stop(self, run: TurnRun, channel: str) -> None:
+        layer = get_channel_layer()
+        try:
+            while True:
+                message = await layer.receive(channel)
+                if message.get("type") == LISTENER_CLOSE:
+                    return
+                if message.get("type") == "turn.stop" and run.task is not None:
+                    run.stop_requested = True
+                    run.task.cancel()
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the layer went away (shutdown); the run itself carries on
+            logger.warning("Stop listener for turn %s ended", run.turn_id, exc_info=True)
+
+    def ensure_heartbeat(self) -> None:
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = shared_task(self._beat(), name="turn-heartbeat")
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                if self.runs:
+                    await database_sync_to_async(turn_renew_leases)(turn_ids=list(self.runs))
+            except Exception:
+                logger.exception("Renewing the leases of running turns failed")
+            try:
+                await sweep_orphans()
+            except Exception:
+                logger.exception("Sweeping orphaned turns failed")
+            await asyncio.sleep(settings.TURN_HEARTBEAT_SECONDS)
+
+    async def wait_idle(self) -> None:
+        """Return once no run is left (each ends by itself: see chats/run/draining.py)."""
+        while self.runs:
+            tasks = {run.task for run in self.runs.values() if run.task is not None}
+            if not tasks:
+                return
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+
+    async def shutdown(self) -> None:
+        """Cancel this process's runs; each records itself interrupted before it ends."""
+        runs = list(self.runs.values())
+        for run in runs:
+            if run.task is not None and not run.finishing:  # a finishing one is storing itself
+                run.task.cancel()
+        await asyncio.gather(*(run.task for run in runs if run.task), return_exceptions=True)
+        # A run cancelled before it began (asked for a moment before) recorded nothing: its
+        # turn must not stay "streaming" until another process sweeps it.
+        for run in runs:
+            if not run.began:
+                await run.end_unbegun()
+                self.runs.pop(run.turn_id, None)
+        if self._heartbeat:
+            self._heartbeat.cancel()
+
+
+async def sweep_orphans() -> None:
+    turns = await database_sync_to_async(turn_interrupt_orphans)()
+    for turn in turns:
+        await _publish_finished_safely(turn)
+    start_source_checks(turn.pk for turn in turns if getattr(turn, "pages_to_check", False))
+    # Every way a sweep ends a turn (its partial answer stored, or failed) is indexed here: the
+    # search queue's catch-up passes leave chats alone while they stream.
+    get_search_index_queue().add_many([turn.chat_id for turn in turns])
+
+
+async def _publish_finished_safely(turn: Turn) -> None:
+    try:
+        await publish_turn_cards("turn.finished", [(turn, None)])
+    except Exception:  # stored all the same: pages that sync see it
+        logger.exception("Announcing the end of turn %s failed", turn.pk)
+
+
+async def request_stop(turn_id: int) -> None:
+    """Ask the run of `turn_id`, in whichever process it lives, to stop."""
+    await publish(control_group(turn_id), turn_stop())
+
+
+get_registry = PerLoop(RunRegistry)  # this event loop's runs

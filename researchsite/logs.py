@@ -1,0 +1,78 @@
+"""Log lines as text (`make run`) or, with LOG_FORMAT=json, one JSON object per line.
+
+Every line names its `time`, `level`, `logger` and `message`; lines logged while working on a
+turn or a request also carry `chat_id`, `turn_id`, `user_id`, `agent` and `request_id`
+(bound by chats/log_context.py). Django's, uvicorn's and the site's loggers all write through
+the one handler configured in settings.LOGGING.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from asgiref.sync import iscoroutinefunction
+from django.utils.decorators import sync_and_async_middleware
+from pythonjsonlogger.json import JsonFormatter
+
+from chats.log_context import LOG_FIELDS, bind_log_context, log_context
+
+# uvicorn adds a copy of some messages with terminal colours; a JSON line needs only one.
+_NOT_FIELDS = ("color_message",)
+
+
+class ContextFilter(logging.Filter):
+    """Copy the task's log context (turn, request) onto each record it logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = log_context()
+        if context:
+            for name in LOG_FIELDS:
+                if name in context and not hasattr(record, name):
+                    setattr(record, name, context[name])
+        return True
+
+
+def json_formatter() -> logging.Formatter:
+    """One JSON object per line (python-json-logger): time, level, logger, message, context."""
+    from pythonjsonlogger.core import RESERVED_ATTRS
+
+    logging.captureWarnings(True)  # warnings become log lines, so they are JSON too
+    return JsonFormatter(
+        "{asctime}{levelname}{name}{message}",
+        style="{",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        reserved_attrs=[*RESERVED_ATTRS, *_NOT_FIELDS],
+        datefmt="%Y-%m-%dT%H:%M:%S%z",
+    )
+
+
+def _request_id(request) -> str:
+    given = request.headers.get("X-Request-ID", "")
+    return given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
+
+
+@sync_and_async_middleware
+def request_id_middleware(get_response):
+    """Give each request an id (the proxy's X-Request-ID, or a new one) for its log lines,
+    and send it back in the response's X-Request-ID header. Async-capable, so that it keeps
+    async views async (a run started by one must outlive the request)."""
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request):
+            request_id = _request_id(request)
+            bind_log_context(request_id=request_id)
+            response = await get_response(request)
+            response["X-Request-ID"] = request_id
+            return response
+
+    else:
+
+        def middleware(request):
+            request_id = _request_id(request)
+            bind_log_context(request_id=request_id)
+            response = get_response(request)
+            response["X-Request-ID"] = request_id
+            return response
+
+    return middleware

@@ -1,0 +1,103 @@
+"""Site processes for the tests that need more than one: each a real server process (the
+production command, `python -m researchsite.serve`) on the test database and Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from django.conf import settings as django_settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Site:
+    host: str  # "127.0.0.1:port"
+    process: subprocess.Popen
+    log_path: Path | None = None
+
+    def log_lines(self) -> list[str]:
+        return self.log_path.read_text().splitlines() if self.log_path else []
+
+
+def site_env(agent_url: str, **overrides: str) -> dict[str, str]:
+    db = connection.settings_dict
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "researchsite.settings",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "SECRET_KEY": django_settings.SECRET_KEY,  # sessions made here must verify there
+        "RESEARCH_AGENT_URL": agent_url,
+        "BIGDATA_API_KEY": "scaleout-test-key",
+        "DEMO_AGENT_ENABLED": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "EVENT_FLUSH_INTERVAL": "0.02",
+        **overrides,
+    }
+
+
+def wait_until_serving(host: str, process: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            httpx.get(f"http://{host}/healthz", timeout=1)
+            return
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the site at {host} did not start") from None
+            time.sleep(0.1)
+
+
+def start_site(port: int, env: dict[str, str], log_path: Path | None = None) -> Site:
+    """Start the site on `port`; its output goes to `log_path` (or the test's own)."""
+    log = open(log_path, "ab") if log_path else None  # noqa: SIM115 (the process holds it)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "researchsite.serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT if log else None,
+    )
+    if log:
+        log.close()  # the child has its own copy
+    site = Site(f"127.0.0.1:{port}", process, log_path)
+    wait_until_serving(site.host, process)
+    return site
+
+
+def stop_site(site: Site, timeout: float = 60) -> None:
+    if site.process.poll() is None:
+        site.process.send_signal(signal.SIGTERM)
+        try:
+            site.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            site.process.kill()
+            site.process.wait()
+
+
+@contextmanager
+def running_site(
+    port: int, agent_url: str, log_path: Path | None = None, **env: str
+) -> Iterator[Site]:
+    site = start_site(port, site_env(agent_url, **env), log_path)
+    try:
+        yield site
+    finally:
+        stop_site(site)
+
+
+@contextmanager
+def site_process(port: int, agent_url: str, **env: str) -> Iterator[str]:
+    """Run the site in its own server process against the test database and Redis."""
+    with running_site(port, agent_url, **{"LOG_LEVEL": "WARNING", **env}) as site:
+        yield site.host
