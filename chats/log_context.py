@@ -8,7 +8,8 @@ variables follow asyncio tasks, so two runs in one process never see each other'
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from contextvars import Context, ContextVar
 from typing import Any
 
@@ -20,6 +21,16 @@ _context: ContextVar[dict[str, Any]] = ContextVar("log_context", default={})  # 
 def bind_log_context(**fields: Any) -> None:
     """Add these fields to every line this task (and the tasks it starts) logs from now on."""
     _context.set({**_context.get(), **fields})
+
+
+@contextmanager
+def log_context_cleared() -> Iterator[None]:
+    """Run the block with no log context, then restore what was bound before it."""
+    token = _context.set({})
+    try:
+        yield
+    finally:
+        _context.reset(token)
 
 
 def log_context() -> dict[str, Any]:

@@ -398,16 +398,23 @@ SHUTDOWN_GRACE_SECONDS = env.float("SHUTDOWN_GRACE_SECONDS", default=600.0)
 LOG_FORMAT = env.str("LOG_FORMAT", default="text")
 if LOG_FORMAT not in ("text", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
-LOGGING["filters"] = {"context": {"()": "researchsite.logs.ContextFilter"}}
-LOGGING["handlers"]["console"]["filters"] = ["context"]
+# The turn's or request's ids first, then the secrets masked (chats/agent/redaction.py).
+LOGGING["filters"]["context"] = {"()": "researchsite.logs.ContextFilter"}
+LOGGING["handlers"]["console"]["filters"] = ["context", "redact_secrets"]
 if LOG_FORMAT == "json":
     LOGGING["formatters"]["json"] = {"()": "researchsite.logs.json_formatter"}
     LOGGING["handlers"]["console"]["formatter"] = "json"
-# uvicorn's loggers write through the same handler (its own would write plain text). Its access
-# log stays as uvicorn sets it: off in researchsite/serve.py (the proxy logs requests).
+# uvicorn's loggers write through the same handler (its own would write plain text), so its
+# error log is masked too. Its access log stays as uvicorn sets it: off in researchsite/serve.py
+# (the proxy logs requests).
 LOGGING["loggers"].update(
     {
-        name: {"handlers": ["console"], "level": LOGGING["root"]["level"], "propagate": False}
+        name: {
+            "handlers": ["console"],
+            "filters": ["redact_secrets"],
+            "level": LOGGING["root"]["level"],
+            "propagate": False,
+        }
         for name in ("uvicorn", "uvicorn.error")
     }
 )

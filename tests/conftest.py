@@ -3,6 +3,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Permission
 
+from chats.log_context import log_context_cleared
+
 # Wire captures and the exact Markdown each must render to (copied verbatim from their sources).
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
 STREAMS_DIR = FIXTURES_DIR / "streams"
@@ -40,3 +42,11 @@ def reviewer(django_user_model):
     )
     user.user_permissions.set(Permission.objects.filter(codename__in=REVIEWER_PERMISSIONS))
     return user
+
+
+@pytest.fixture(autouse=True)
+def _fresh_log_context():
+    """Each test starts with no log context: a request the sync test client serves binds its id
+    in the test thread's context (under ASGI each request has a context of its own)."""
+    with log_context_cleared():
+        yield
