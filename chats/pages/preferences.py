@@ -1,4 +1,4 @@
-"""The theme toggle in the header: a plain CSRF-checked form, which theme.js also posts."""
+"""The theme toggle in the header: a plain CSRF-checked form, which site.js also posts."""
 
 from __future__ import annotations
 
