@@ -36,8 +36,8 @@ from chats.agent.events import (
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import StreamMessage
-from citations.references import Citation, Passage, SourceDocument, ToolCall
-from citations.sources import bounded_key, date_from_value, http_url, one_line, url_host
+from citations.references import Citation, Passage, SourceDocument, ToolCall, web_source
+from citations.sources import bounded_key, date_from_value, one_line
 
 DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}
@@ -323,20 +323,8 @@ def _citation(data: dict[str, Any], start: int, end: int) -> Citation:
 def _web_source(
     url: Any, title: Any, published_on: date | None, data: Any
 ) -> SourceDocument | None:
-    link = http_url(url)
-    key = bounded_key("url", link or url)
-    if key is None:
-        return None
-    headline = one_line(title)
-    return SourceDocument(
-        key=key,
-        type="WEB",
-        name=headline or url_host(link) or "Source",
-        headline=headline,
-        url=link,
-        published_on=published_on,
-        data={k: v for k, v in data.items() if k not in {"encrypted_index", "encrypted_content"}},
-    )
+    kept = {k: v for k, v in data.items() if k not in {"encrypted_index", "encrypted_content"}}
+    return web_source(url, one_line(title), published_on=published_on, data=kept)
 
 
 def _document_source(data: dict[str, Any]) -> SourceDocument | None:

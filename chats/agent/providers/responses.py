@@ -36,8 +36,8 @@ from chats.agent.events import (
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import StreamMessage
-from citations.references import Citation, SourceDocument, ToolCall
-from citations.sources import bounded_key, http_url, one_line, url_host
+from citations.references import Citation, SourceDocument, ToolCall, web_source
+from citations.sources import bounded_key, one_line
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
 # Annotations that cite a source: a web page, or a file of a file search or a container.
@@ -352,20 +352,10 @@ class ResponsesAdapter:
         )
 
     def _source(self, url: Any, title: Any) -> SourceDocument | None:
-        link = http_url(url)
         # xAI's title is its citation number ("1"), not the page's title.
         headline = one_line(title) if self.flavour == "openai" else ""
-        key = bounded_key("url", link or url)
-        if key is None:
-            return None
-        return SourceDocument(
-            key=key,
-            type="WEB",
-            name=headline or url_host(link) or "Source",
-            headline=headline,
-            url=link,
-            data={"url": url, "title": title} if title is not None else {"url": url},
-        )
+        data = {"url": url, "title": title} if title is not None else {"url": url}
+        return web_source(url, headline, data=data)
 
     def _uncited_links(self) -> list[Citation]:
         """Links no annotation named: the text's own citation of their URL."""
