@@ -375,6 +375,7 @@ class AnthropicClient(SdkStream):
     provider = "Anthropic"
     key_variable = "ANTHROPIC_API_KEY"
     vendor = anthropic
+    client_class = anthropic.AsyncAnthropic
 
     def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -389,14 +390,6 @@ class AnthropicClient(SdkStream):
         # One adapter per attempt; the continuations of a paused answer feed the same one.
         self._answer_adapter = AnthropicAdapter()
         return self._answer_adapter
-
-    def _client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(
-            api_key=self.config.api_key,
-            base_url=self.config.base_url or None,
-            timeout=self._timeout(),
-            max_retries=0,  # we retry, only before the first event (see SdkStream)
-        )
 
     async def _open(self, client: anthropic.AsyncAnthropic) -> Any:
         messages: list[dict[str, Any]] = [

@@ -530,18 +530,11 @@ class OpenAIClient(SdkStream):
     provider = "OpenAI"
     key_variable = "OPENAI_API_KEY"
     vendor = openai
+    client_class = openai.AsyncOpenAI
     flavour = "openai"
 
     def _adapter(self) -> ResponsesAdapter:
         return ResponsesAdapter(self.flavour)
-
-    def _client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            api_key=self.config.api_key,
-            base_url=self.config.base_url or None,
-            timeout=self._timeout(),
-            max_retries=0,  # we retry, only before the first event (see SdkStream)
-        )
 
     def _tools(self) -> list[dict[str, Any]]:
         size = "low" if self.request.research_effort == "lite" else "medium"
