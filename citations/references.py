@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from citations.sources import source_label
+from citations.sources import bounded_key, http_url, source_label, url_host
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +238,26 @@ class ToolCall:
             ),
             data=data.get("data"),
         )
+
+
+def web_source(
+    url: Any, headline: str, *, data: Any, published_on: date | None = None
+) -> SourceDocument | None:
+    """A web page an agent cited, keyed by its link (or its raw URL when that is not http(s))
+    and named by its headline or else its site; None when the URL cannot make a key."""
+    link = http_url(url)
+    key = bounded_key("url", link or url)
+    if key is None:
+        return None
+    return SourceDocument(
+        key=key,
+        type="WEB",
+        name=headline or url_host(link) or "Source",
+        headline=headline,
+        url=link,
+        published_on=published_on,
+        data=data,
+    )
 
 
 def _list(value: Any) -> list[Any]:

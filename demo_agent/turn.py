@@ -387,18 +387,26 @@ class ResearchTurn:
         return revenue_chart(self._corpus, companies, answer.text)
 
     def _think(self, text: str) -> Iterator[Step]:
-        message_id = _new_id("think")
-        self._usage.written_chars += len(text)
-        for chunk in _chunks(text, self._rng, 3, 6):
-            yield {"type": "THINKING", "message_id": message_id, "content": chunk}
-            yield Pause(self._rng.uniform(0.03, 0.06))
+        return self._type_out("THINKING", "think", text, words=(3, 6), pause=(0.03, 0.06))
 
     def _write(self, text: str) -> Iterator[Step]:
-        message_id = _new_id("answer")
+        return self._type_out("ANSWER", "answer", text, words=(1, 3), pause=(0.025, 0.06))
+
+    def _type_out(
+        self,
+        kind: str,
+        id_prefix: str,
+        text: str,
+        *,
+        words: tuple[int, int],
+        pause: tuple[float, float],
+    ) -> Iterator[Step]:
+        """One message of `kind`, a few words at a time, each followed by a short random pause."""
+        message_id = _new_id(id_prefix)
         self._usage.written_chars += len(text)
-        for chunk in _chunks(text, self._rng, 1, 3):
-            yield {"type": "ANSWER", "message_id": message_id, "content": chunk}
-            yield Pause(self._rng.uniform(0.025, 0.06))
+        for chunk in _chunks(text, self._rng, *words):
+            yield {"type": kind, "message_id": message_id, "content": chunk}
+            yield Pause(self._rng.uniform(*pause))
 
     def _consumption(self) -> list[dict[str, Any]]:
         # Rough figures of the right shape: about four characters per token.

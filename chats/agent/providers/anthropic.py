@@ -33,10 +33,11 @@ from chats.agent.events import (
     GroundingEvent,
     ToolErrorEvent,
 )
+from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import StreamMessage
-from citations.references import Citation, Passage, SourceDocument, ToolCall
-from citations.sources import bounded_key, date_from_value, http_url, one_line, url_host
+from citations.references import Citation, Passage, SourceDocument, ToolCall, web_source
+from citations.sources import bounded_key, date_from_value, one_line
 
 DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}
@@ -125,15 +126,15 @@ class AnthropicAdapter:
             case "message_start":
                 self.paused = False
                 self._stop_reason = ""
-                started = _dict(document.get("message"))
+                started = as_dict(document.get("message"))
                 self._note_container(started.get("container"))
                 self._message_id = str(started.get("id") or "")
                 self._model = str(started.get("model") or "")
-                self._usage.update(_dict(started.get("usage")))
+                self._usage.update(as_dict(started.get("usage")))
                 return []
             case "content_block_start":
                 index, block = document.get("index"), document.get("content_block")
-                if not _is_int(index) or not isinstance(block, dict):
+                if not is_int(index) or not isinstance(block, dict):
                     return None
                 return self._block_start(index, block)
             case "content_block_delta":
@@ -146,9 +147,9 @@ class AnthropicAdapter:
                 block = self._blocks.pop(document.get("index"), None)  # type: ignore[arg-type]
                 return self._block_stop(block) if block is not None else []
             case "message_delta":
-                self._note_container(_dict(document.get("delta")).get("container"))
-                self._stop_reason = str(_dict(document.get("delta")).get("stop_reason") or "")
-                self._usage.update(_dict(document.get("usage")))
+                self._note_container(as_dict(document.get("delta")).get("container"))
+                self._stop_reason = str(as_dict(document.get("delta")).get("stop_reason") or "")
+                self._usage.update(as_dict(document.get("usage")))
                 return []
             case "message_stop":
                 if self._stop_reason == "pause_turn" and self.pauses < MAX_PAUSES:
@@ -156,7 +157,7 @@ class AnthropicAdapter:
                 return self._stop()
             case "error":
                 self._finished = True
-                error = _dict(document.get("error"))
+                error = as_dict(document.get("error"))
                 detail = one_line(error.get("message"))
                 message = ERROR_MESSAGES.get(error.get("type")) or (
                     f"Anthropic reported an error: {detail}"[:500]
@@ -167,8 +168,8 @@ class AnthropicAdapter:
         return []  # ping and future types
 
     def _note_container(self, container: Any) -> None:
-        if isinstance(_dict(container).get("id"), str):
-            self.container_id = _dict(container)["id"]
+        if isinstance(as_dict(container).get("id"), str):
+            self.container_id = as_dict(container)["id"]
 
     def _block_start(self, index: int, data: dict[str, Any]) -> list[AgentEvent]:
         kind = str(data.get("type") or "")
@@ -229,7 +230,7 @@ class AnthropicAdapter:
                 except ValueError:
                     arguments = {}
                 block.wire["input"] = arguments
-            query = one_line(_dict(arguments).get("query"))
+            query = one_line(as_dict(arguments).get("query"))
             if query:
                 self._queries[block.tool_id] = query
             if block.tool_name and query:
@@ -322,29 +323,17 @@ def _citation(data: dict[str, Any], start: int, end: int) -> Citation:
 def _web_source(
     url: Any, title: Any, published_on: date | None, data: Any
 ) -> SourceDocument | None:
-    link = http_url(url)
-    key = bounded_key("url", link or url)
-    if key is None:
-        return None
-    headline = one_line(title)
-    return SourceDocument(
-        key=key,
-        type="WEB",
-        name=headline or url_host(link) or "Source",
-        headline=headline,
-        url=link,
-        published_on=published_on,
-        data={k: v for k, v in data.items() if k not in {"encrypted_index", "encrypted_content"}},
-    )
+    kept = {k: v for k, v in data.items() if k not in {"encrypted_index", "encrypted_content"}}
+    return web_source(url, one_line(title), published_on=published_on, data=kept)
 
 
 def _document_source(data: dict[str, Any]) -> SourceDocument | None:
     """A document the request supplied: no URL, named by its title and index."""
     title = one_line(data.get("document_title")) or one_line(data.get("title"))
     index = data.get("document_index")
-    if not _is_int(index):
+    if not is_int(index):
         index = data.get("search_result_index")
-    index = index if _is_int(index) else ""
+    index = index if is_int(index) else ""
     key = bounded_key("document", f"{index}:{title}")
     if key is None:
         return None
@@ -370,16 +359,8 @@ def _page_date(value: Any) -> date | None:
     return None
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: Any) -> int:
-    return value if _is_int(value) and value >= 0 else 0
+    return value if is_int(value) and value >= 0 else 0
 
 
 # --- Client ----------------------------------------------------------------------------------
@@ -394,6 +375,7 @@ class AnthropicClient(SdkStream):
     provider = "Anthropic"
     key_variable = "ANTHROPIC_API_KEY"
     vendor = anthropic
+    client_class = anthropic.AsyncAnthropic
 
     def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -408,14 +390,6 @@ class AnthropicClient(SdkStream):
         # One adapter per attempt; the continuations of a paused answer feed the same one.
         self._answer_adapter = AnthropicAdapter()
         return self._answer_adapter
-
-    def _client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(
-            api_key=self.config.api_key,
-            base_url=self.config.base_url or None,
-            timeout=self._timeout(),
-            max_retries=0,  # we retry, only before the first event (see SdkStream)
-        )
 
     async def _open(self, client: anthropic.AsyncAnthropic) -> Any:
         messages: list[dict[str, Any]] = [

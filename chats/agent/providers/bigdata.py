@@ -17,6 +17,7 @@ from chats.agent.events import (
     UnknownEvent,
     event_from_fields,
 )
+from chats.agent.providers.json_values import as_dict
 from chats.agent.sse import StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import (
@@ -86,7 +87,7 @@ def citation(data: Any) -> Citation:
     """
     if not isinstance(data, dict):
         return Citation(start=None, end=None, source=None, problem="not an object", data=data)
-    tag = _dict(data.get("tag"))
+    tag = as_dict(data.get("tag"))
     raw_source = data.get("source")
     problem = ""
     if raw_source is not None and not isinstance(raw_source, dict):
@@ -143,7 +144,7 @@ def source_document(source: dict[str, Any]) -> SourceDocument:
     and sometimes a date in `action`.
     """
     source_type = _type(source)
-    action = _dict(source.get("action"))
+    action = as_dict(source.get("action"))
     url = http_url(_raw_url(source, source_type, action))
     headline = one_line(source.get("hd"))
     return SourceDocument(
@@ -165,7 +166,7 @@ def source_key(source: dict[str, Any]) -> str:
     """
     return (
         bounded_key("id", source.get("id"))
-        or bounded_key("url", _raw_url(source, _type(source), _dict(source.get("action"))))
+        or bounded_key("url", _raw_url(source, _type(source), as_dict(source.get("action"))))
         or bounded_key("hd", source.get("hd"))
         or content_key(source)
     )
@@ -246,10 +247,6 @@ def _first_text(*values: Any) -> str:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
     return ""
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 class BigdataAdapter:

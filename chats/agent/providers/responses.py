@@ -33,10 +33,11 @@ from chats.agent.events import (
     ErrorEvent,
     GroundingEvent,
 )
+from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import StreamMessage
-from citations.references import Citation, SourceDocument, ToolCall
-from citations.sources import bounded_key, http_url, one_line, url_host
+from citations.references import Citation, SourceDocument, ToolCall, web_source
+from citations.sources import bounded_key, one_line
 
 FLAVOURS = {"openai": "OpenAI", "xai": "xAI"}
 # Annotations that cite a source: a web page, or a file of a file search or a container.
@@ -188,16 +189,16 @@ class ResponsesAdapter:
                 refusal = one_line(document.get("refusal"))
                 return self._fail(f"{self.provider} declined to answer: {refusal}"[:500], raw)
             case "response.completed":
-                return self._tag(self._complete(_dict(document.get("response"))), raw)
+                return self._tag(self._complete(as_dict(document.get("response"))), raw)
             case "response.incomplete":
-                response = _dict(document.get("response"))
-                reason = _dict(response.get("incomplete_details")).get("reason")
+                response = as_dict(document.get("response"))
+                reason = as_dict(response.get("incomplete_details")).get("reason")
                 return self._finish_with_error(
                     response, _incomplete_message(self.provider, reason), raw
                 )
             case "response.failed":
-                response = _dict(document.get("response"))
-                error = _dict(response.get("error"))
+                response = as_dict(document.get("response"))
+                error = as_dict(response.get("error"))
                 return self._finish_with_error(response, self._error_message(error), raw)
             case "error":
                 return self._fail(self._error_message(document), raw)
@@ -309,7 +310,7 @@ class ResponsesAdapter:
         for key, annotation in self._waiting:
             part = self._parts.get(key)
             end = annotation.get("end_index")
-            decided = part is not None and _is_int(end) and end <= part.done
+            decided = part is not None and is_int(end) and end <= part.done
             if not (decided or final):
                 still_waiting.append((key, annotation))
                 continue
@@ -327,7 +328,7 @@ class ResponsesAdapter:
             # No span (xAI with inline citations off; a file search's `file_citation`, which
             # names one point): the source is still cited.
             return Citation(start=None, end=None, source=source, data=annotation, unplaced=True)
-        if not (_is_int(start) and _is_int(end)):
+        if not (is_int(start) and is_int(end)):
             problem = f"offsets {start!r}-{end!r} are not integers"[:200]
             return Citation(start=None, end=None, source=source, problem=problem, data=annotation)
         if part is not None:
@@ -351,20 +352,10 @@ class ResponsesAdapter:
         )
 
     def _source(self, url: Any, title: Any) -> SourceDocument | None:
-        link = http_url(url)
         # xAI's title is its citation number ("1"), not the page's title.
         headline = one_line(title) if self.flavour == "openai" else ""
-        key = bounded_key("url", link or url)
-        if key is None:
-            return None
-        return SourceDocument(
-            key=key,
-            type="WEB",
-            name=headline or url_host(link) or "Source",
-            headline=headline,
-            url=link,
-            data={"url": url, "title": title} if title is not None else {"url": url},
-        )
+        data = {"url": url, "title": title} if title is not None else {"url": url}
+        return web_source(url, headline, data=data)
 
     def _uncited_links(self) -> list[Citation]:
         """Links no annotation named: the text's own citation of their URL."""
@@ -387,7 +378,7 @@ class ResponsesAdapter:
         if not isinstance(item, dict) or not str(item.get("type", "")).endswith("search_call"):
             return []
         tool_name = str(item["type"]).removesuffix("_call")
-        action = _dict(item.get("action"))
+        action = as_dict(item.get("action"))
         query = one_line(action.get("query")) or _query_from_arguments(item.get("arguments"))
         item_id = str(item.get("id") or "")
         events: list[AgentEvent] = []
@@ -410,10 +401,10 @@ class ResponsesAdapter:
 
     def _complete(self, response: dict[str, Any]) -> list[AgentEvent]:
         events = self._wrap_up(response)
-        usage = _dict(response.get("usage"))
+        usage = as_dict(response.get("usage"))
         consumption = ()
         if usage:
-            details = _dict(usage.get("input_tokens_details"))
+            details = as_dict(usage.get("input_tokens_details"))
             consumption = (
                 {
                     "type": str(response.get("model") or self.flavour),
@@ -436,7 +427,7 @@ class ResponsesAdapter:
         for output_index, item in enumerate(response.get("output") or ()):
             if isinstance(item, dict) and item.get("type") == "message":
                 for content_index, content in enumerate(item.get("content") or ()):
-                    for annotation in _dict(content).get("annotations") or ():
+                    for annotation in as_dict(content).get("annotations") or ():
                         if isinstance(annotation, dict):
                             events.extend(self._annotate((output_index, content_index), annotation))
         events.extend(self._annotate_waiting(final=True))
@@ -511,8 +502,8 @@ def _incomplete_message(provider: str, reason: Any) -> str:
 def _part_key(document: dict[str, Any]) -> tuple[int, int]:
     output_index, content_index = document.get("output_index"), document.get("content_index")
     return (
-        output_index if _is_int(output_index) else 0,
-        content_index if _is_int(content_index) else 0,
+        output_index if is_int(output_index) else 0,
+        content_index if is_int(content_index) else 0,
     )
 
 
@@ -522,20 +513,12 @@ def _query_from_arguments(arguments: Any) -> str:
             arguments = json.loads(arguments)
         except ValueError:
             return ""
-    return one_line(_dict(arguments).get("query"))
+    return one_line(as_dict(arguments).get("query"))
 
 
 def _hashable(value: Any) -> Any:
     """A value as a set member: a malformed list or object becomes its text."""
     return value if isinstance(value, str | int | float | None) else repr(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 # --- Clients ---------------------------------------------------------------------------------
@@ -547,18 +530,11 @@ class OpenAIClient(SdkStream):
     provider = "OpenAI"
     key_variable = "OPENAI_API_KEY"
     vendor = openai
+    client_class = openai.AsyncOpenAI
     flavour = "openai"
 
     def _adapter(self) -> ResponsesAdapter:
         return ResponsesAdapter(self.flavour)
-
-    def _client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            api_key=self.config.api_key,
-            base_url=self.config.base_url or None,
-            timeout=self._timeout(),
-            max_retries=0,  # we retry, only before the first event (see SdkStream)
-        )
 
     def _tools(self) -> list[dict[str, Any]]:
         size = "low" if self.request.research_effort == "lite" else "medium"

@@ -47,6 +47,7 @@ class SdkStream:
     provider = ""  # "OpenAI": what messages call it
     key_variable = ""  # "OPENAI_API_KEY": what a 401 asks to check
     vendor: Any = None
+    client_class: Any = None  # the SDK's async client: `openai.AsyncOpenAI`, ...
 
     def __init__(
         self,
@@ -72,7 +73,13 @@ class SdkStream:
         raise NotImplementedError
 
     def _client(self) -> Any:
-        raise NotImplementedError
+        # Both SDKs take the same options.
+        return self.client_class(
+            api_key=self.config.api_key,
+            base_url=self.config.base_url or None,
+            timeout=self._timeout(),
+            max_retries=0,  # `with_retries` retries instead, only before the first event
+        )
 
     def _timeout(self) -> Any:
         return self.vendor.Timeout(
