@@ -692,7 +692,8 @@ def test_a_page_that_reads_slowly_is_caught_up_from_the_log(upstream, django_use
             frames = page.frames_until_finished()
     finally:
         logging.getLogger("chats.pages.consumer").removeHandler(warnings)
-    # The path was taken, and warned once per episode (a catch-up may itself fall behind once).
-    assert 1 <= len([m for m in warnings.messages if "behind" in m]) <= 3
+    # The path was taken, and warned once per episode, not once per dropped frame (hundreds): how
+    # many episodes there are depends on the machine's load (a catch-up may itself fall behind).
+    assert 1 <= len([m for m in warnings.messages if "behind" in m]) <= 10
     turn = Turn.objects.get(chat=chat)
     assert_whole(frames, turn.pk, "slow", events)
