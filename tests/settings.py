@@ -1,6 +1,13 @@
 """Test settings: the site's settings, with TEST_DATABASE_URL and fast hashing."""
 
+import os
+
 import environ
+
+# One SECRET_KEY on every machine: the site masks its secrets in answers (chats/agent/redaction.py)
+# and holds back an answer delta that ends with the start of one, so a key drawn at random per
+# checkout would make the relayed events of the same capture differ from clone to clone.
+os.environ["SECRET_KEY"] = "tests-only-secret-key-3"
 
 from researchsite.settings import *  # noqa: F403
 from researchsite.settings import DATABASES, env, tune_sqlite
