@@ -32,17 +32,22 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports  # the layers in pyproject.toml, [tool.importlinter]
 
-# The browser tests need Chromium: scripts/ensure-chromium finds it (installing it when it can).
+# The tools the tests drive: $CHROMIUM (or $NGINX) when set, else the default path or the program
+# on PATH. scripts/ensure-program prints that path, installing Debian's package when it can.
+ENSURE_CHROMIUM := scripts/ensure-program CHROMIUM chromium /usr/bin/chromium
+ENSURE_NGINX := scripts/ensure-program NGINX nginx /usr/sbin/nginx
+
+# The browser tests need Chromium.
 test: $(VENV)/.dev lint
-	CHROMIUM="$$(scripts/ensure-chromium)" && export CHROMIUM && $(BIN)/pytest
+	CHROMIUM="$$($(ENSURE_CHROMIUM))" && export CHROMIUM && $(BIN)/pytest
 
 # The same suite on PostgreSQL and the Redis channel layer (the two-process tests run here, and
-# the rolling restart behind nginx: scripts/ensure-nginx finds it, installing it when it can).
+# the rolling restart behind nginx).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 test-services: $(VENV)/.dev
-	CHROMIUM="$$(scripts/ensure-chromium)" && export CHROMIUM && \
-	  NGINX="$$(scripts/ensure-nginx)" && export NGINX && \
+	CHROMIUM="$$($(ENSURE_CHROMIUM))" && export CHROMIUM && \
+	  NGINX="$$($(ENSURE_NGINX))" && export NGINX && \
 	  TEST_DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/pytest
 
 format: $(VENV)/.dev

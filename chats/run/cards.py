@@ -71,6 +71,11 @@ async def publish_turn_started(turn: Turn) -> None:
     await publish_turn_cards("turn.started", [(turn, None)])
 
 
+async def publish_turn_checked(turn: Turn) -> None:
+    """The turn's cited pages were read and stored (chats.verify): its pages get the new card."""
+    await publish_turn_cards("turn.checked", [(turn, None)])
+
+
 def rendered_or_none(turn: Turn, kind: CardKind, item: BranchTurn | None) -> TurnCardFrame | None:
     """The turn's card frame, or None if rendering it failed (database thread)."""
     try:

@@ -14,7 +14,7 @@ from chats.live.protocol import TurnCardFrame
 from chats.loop.batches import DatabaseBatches
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
-from chats.run.cards import publish_turn_cards, rendered_or_none
+from chats.run.cards import publish_turn_cards, publish_turn_checked, rendered_or_none
 from chats.selectors import BranchTurn
 from chats.services import TurnEnd, turn_fail_unsaved, turn_finish_many
 from chats.verify.check import start_source_checks
@@ -78,7 +78,8 @@ async def announce_finished(batch: list[Stored]) -> None:
         logger.exception("Announcing the end of %d turns failed", len(stored))
     for turn, _ in stored:
         get_search_index_queue().add(turn.chat_id)
-    start_source_checks(turn.pk for turn, _ in stored if getattr(turn, "pages_to_check", False))
+    to_check = [turn.pk for turn, _ in stored if getattr(turn, "pages_to_check", False)]
+    start_source_checks(to_check, publish_turn_checked)
 
 
 # This event loop's ending turns: answers that end together are stored in one trip (and one

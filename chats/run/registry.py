@@ -21,7 +21,7 @@ from chats.log_context import bind_log_context, shared_task
 from chats.loop.per_loop import PerLoop
 from chats.metrics import STREAMING_TURNS, TURNS_STARTED
 from chats.models import Turn
-from chats.run.cards import publish_turn_cards
+from chats.run.cards import publish_turn_cards, publish_turn_checked
 from chats.run.turn_run import TurnRun
 from chats.services import turn_interrupt_orphans, turn_renew_leases
 from chats.verify.check import start_source_checks
@@ -145,7 +145,8 @@ async def sweep_orphans() -> None:
     turns = await database_sync_to_async(turn_interrupt_orphans)()
     for turn in turns:
         await _publish_finished_safely(turn)
-    start_source_checks(turn.pk for turn in turns if getattr(turn, "pages_to_check", False))
+    to_check = [turn.pk for turn in turns if getattr(turn, "pages_to_check", False)]
+    start_source_checks(to_check, publish_turn_checked)
     # Every way a sweep ends a turn (its partial answer stored, or failed) is indexed here: the
     # search queue's catch-up passes leave chats alone while they stream.
     get_search_index_queue().add_many([turn.chat_id for turn in turns])

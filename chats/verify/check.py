@@ -5,22 +5,21 @@ A turn that cites web pages without passages finishes with those pages marked as
 starts `check_turn_sources` as a task of the process: the pages come from the cache
 (`citations.SourcePage`, fresh for SOURCE_FETCH_MAX_AGE_HOURS) or are fetched
 (`chats.verify.fetch`), the best passage of each page is chosen for each claim and the figures
-checked again (`citations.pages.with_pages`), the references and the cited HTML are stored, and a
-`turn.checked` frame gives the turn's pages its new card.
+checked again (`citations.pages.with_pages`), the references and the cited HTML are stored, and
+the turn is handed back to the run, which sends its pages the new card (a `turn.checked` frame).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from chats.live.protocol import TurnCardFrame, publish_to_chat
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
 from chats.verify.fetch import FetchedPage, PageFetcher
@@ -33,6 +32,9 @@ from citations.selectors import cited_answer_for_turn, source_pages_fresh
 from citations.services import citations_store_pages, source_page_save
 
 logger = logging.getLogger(__name__)
+
+# Told of each turn whose pages were read (or given up on) and stored: the run announces its card.
+OnChecked = Callable[[Turn], Awaitable[None]]
 
 
 class _Checks:
@@ -47,11 +49,13 @@ class _Checks:
 _checks = PerLoop(_Checks)
 
 
-def start_source_checks(turn_ids: Iterable[int]) -> None:
-    """Check each turn's cited pages in the background (the turn is stored and announced)."""
+def start_source_checks(turn_ids: Iterable[int], on_checked: OnChecked) -> None:
+    """Check each turn's cited pages in the background; once its reads are stored, the turn
+    goes to `on_checked`."""
     checks = _checks()
     for turn_id in turn_ids:
-        task = asyncio.create_task(_check_safely(turn_id), name=f"source-check-{turn_id}")
+        check = _check_safely(turn_id, on_checked)
+        task = asyncio.create_task(check, name=f"source-check-{turn_id}")
         checks.tasks.add(task)
         task.add_done_callback(checks.tasks.discard)
 
@@ -70,21 +74,23 @@ async def stop_source_checks() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _check_safely(turn_id: int) -> None:
+async def _check_safely(turn_id: int, on_checked: OnChecked) -> None:
     try:
-        await check_turn_sources(turn_id)
+        turn = await check_turn_sources(turn_id)
+        if turn is not None:
+            await on_checked(turn)
     except Turn.DoesNotExist:
         return  # deleted (with its chat) while its pages were read: nothing to record
     except asyncio.CancelledError:
         # A turn must not say "Checking 3 sources…" for ever: its pages count as unread.
-        await _store_unread(turn_id, "the server restarted before it was read")
+        await _store_unread(turn_id, "the server restarted before it was read", on_checked)
         raise
     except Exception:
         logger.exception("Checking the cited pages of turn %s failed", turn_id)
-        await _store_unread(turn_id, "the check failed on our side")
+        await _store_unread(turn_id, "the check failed on our side", on_checked)
 
 
-async def _store_unread(turn_id: int, problem: str) -> None:
+async def _store_unread(turn_id: int, problem: str, on_checked: OnChecked) -> None:
     try:
         turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
         reads = {
@@ -93,22 +99,23 @@ async def _store_unread(turn_id: int, problem: str) -> None:
             if read.pending
         }
         if reads:
-            frame = await database_sync_to_async(_store_checked)(turn, cited, reads)
-            await publish_to_chat(turn.chat_id, frame)
+            await database_sync_to_async(_store_checked)(turn, cited, reads)
+            await on_checked(turn)
     except Exception:
         logger.exception("Recording the unread pages of turn %s failed", turn_id)
 
 
-async def check_turn_sources(turn_id: int) -> None:
-    """Read the turn's pending pages, check its claims against them, store and announce it."""
+async def check_turn_sources(turn_id: int) -> Turn | None:
+    """Read the turn's pending pages, check its claims against them and store the result;
+    return the turn with its new cited HTML, or None if no page was pending."""
     turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
     wanted = {key: read.url for key, read in cited.pages.items() if read.pending}
     if not wanted:
-        return
+        return None
     pages = await _pages(sorted(set(wanted.values())))
     reads = {key: _page_read(pages[url]) for key, url in wanted.items()}
-    frame = await database_sync_to_async(_store_checked)(turn, cited, reads)
-    await publish_to_chat(turn.chat_id, frame)
+    await database_sync_to_async(_store_checked)(turn, cited, reads)
+    return turn
 
 
 def _turn_and_answer(turn_id: int) -> tuple[Turn, CitedAnswer]:
@@ -179,13 +186,10 @@ def _page_read(page: SourcePage) -> PageRead:
     )
 
 
-def _store_checked(turn: Turn, cited: CitedAnswer, reads: dict[str, PageRead]) -> TurnCardFrame:
-    """Store the checked claims and the new cited HTML; return the card for the pages."""
-    from chats.run.cards import turn_card_frame  # the runner starts checks: imported late
-
+def _store_checked(turn: Turn, cited: CitedAnswer, reads: dict[str, PageRead]) -> None:
+    """Store the checked claims and the new cited HTML (on `turn` too)."""
     checked = with_pages(cited, reads)
     turn.answer_html = render_html(checked, doc_id=f"t{turn.pk}")
     with transaction.atomic():
         citations_store_pages(turn_id=turn.pk, cited=checked)
         Turn.objects.filter(pk=turn.pk).update(answer_html=turn.answer_html)
-    return turn_card_frame("turn.checked", turn)

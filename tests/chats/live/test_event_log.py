@@ -194,10 +194,15 @@ async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user,
     healthy_page = await listen(healthy.chat_id)
     log = EventLog(Ticks(0.01))
     log.append(poisoned.chat_id, poisoned.pk, 1, POISONS["nan"])
+
+    def relayed() -> int:
+        return sum(len(frame["events"]) for frame in healthy_page.frames)
+
     for seq in range(1, 6):
+        # A paced stream: the next event comes once the flusher has relayed this one, so the
+        # events span several flushes, the first of them with the refused event.
         log.append(healthy.chat_id, healthy.pk, seq, answer(str(seq)))
-        await asyncio.sleep(0.05)  # a paced stream: its events span several ticks
-    await wait_until(lambda: sum(len(f["events"]) for f in healthy_page.frames) >= 5)
+        await wait_until(lambda: relayed() == seq)  # noqa: B023
     frames = await frames_on(healthy_page)
     assert [e["content"] for f in frames for e in f["events"]] == ["1", "2", "3", "4", "5"]
     assert log.failure(poisoned.pk) is not None
@@ -277,7 +282,8 @@ async def test_a_transient_refusal_is_retried_in_order_and_fails_nothing(user, o
     await database_sync_to_async(refusal.__enter__)()
     try:
         log.append(waiting.chat_id, waiting.pk, 1, answer("WAIT-FOR-IT "))
-        await asyncio.sleep(0.1)
+        await log.flush()  # the first write is refused: its event is held for a retry
+        assert await stored(waiting) == []
         log.append(waiting.chat_id, waiting.pk, 2, answer("then "))
         log.append(other.chat_id, other.pk, 1, answer("meanwhile"))
         await wait_until(lambda: stored_contents(other))

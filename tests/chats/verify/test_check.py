@@ -1,9 +1,13 @@
 """A Gemini answer checked against the page it cites, through the whole site: the official SDK
 against the Gemini stand-in, the run, the websocket, a real page server behind a grounding-style
-redirect, the page cache, and every place the stored result shows (reload, print, exports)."""
+redirect, the page cache, and every place the stored result shows (reload, print, exports). And
+what the check hands back to the run, which announces the card: the checked turn, or the turn
+whose pages are stored unread when the check is stopped."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,7 +20,8 @@ from chats.services import chat_create
 from citations.models import Reference, SourcePage
 from tests.servers import serve_asgi
 from tests.standins.gemini import GeminiStandIn, grounded_answer, stream
-from tests.standins.pages import MARGIN_SENTENCE, news_site
+from tests.standins.pages import ARTICLE_HTML, MARGIN_SENTENCE, news_site
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -207,3 +212,91 @@ async def test_a_page_that_missed_the_result_gets_it_when_it_syncs_the_checking_
     card = (await again.receive_until("turn.finished", turn_id=turn_id))[-1]
     assert "38% not found in its source" in card["html"]
     assert "claim-summary-pending" not in card["html"]
+
+
+async def finished_turn_citing(user, url: str) -> Turn:
+    """A stored turn whose one claim cites the page at `url` without a passage (to be read)."""
+    from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
+    from chats.agent.transcript import Transcript
+    from chats.models import Chat
+    from chats.services import TurnEnd, turn_finish_many
+    from citations.references import Citation, SourceDocument
+
+    claim = SENTENCES[1]
+    source = SourceDocument(key=f"url:{url}", type="WEB", name="news.example", url=url)
+    transcript = Transcript.from_events(
+        [
+            AnswerEvent(content=claim),
+            GroundingEvent(citations=(Citation(start=0, end=len(claim), source=source),)),
+            CompleteEvent(),
+        ]
+    )
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
+    end = TurnEnd(turn.pk, transcript, Turn.Status.COMPLETE)
+    (finished,) = await database_sync_to_async(turn_finish_many)([end])
+    assert finished.pages_to_check
+    return finished
+
+
+async def test_a_checked_turn_is_handed_to_the_caller_with_its_new_html(user, news):
+    """The run announces the card: the check hands it the turn once the result is stored."""
+    from chats.verify.check import start_source_checks, wait_for_source_checks
+
+    turn = await finished_turn_citing(user, f"{news.url}/2026/11/acme-results")
+    told: list[Turn] = []
+
+    async def on_checked(checked: Turn) -> None:
+        told.append(checked)
+
+    start_source_checks([turn.pk], on_checked)
+    await wait_for_source_checks()
+
+    (checked,) = told
+    assert checked.pk == turn.pk
+    assert "38% not found in its source" in checked.answer_html
+    assert checked.answer_html == (await Turn.objects.aget(pk=turn.pk)).answer_html
+
+
+class HeldPage:
+    """A page server that answers only once released (from the test's thread)."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.released = threading.Event()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        self.asked.set()
+        await asyncio.to_thread(self.released.wait)
+        headers = [(b"content-type", b"text/html")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": ARTICLE_HTML.encode()})
+
+
+async def test_a_check_stopped_while_its_page_is_read_stores_it_unread_and_says_so(user, settings):
+    """The server shuts down mid-read: the turn must not say "Checking 1 source…" for ever."""
+    from chats.verify.check import start_source_checks, stop_source_checks
+
+    page = HeldPage()
+    told: list[Turn] = []
+
+    async def on_checked(checked: Turn) -> None:
+        told.append(checked)
+
+    with serve_asgi(page) as url:
+        settings.SOURCE_FETCH_ENABLED = True
+        settings.SOURCE_FETCH_ALLOWED_HOSTS = [urlsplit(url).netloc]
+        try:
+            turn = await finished_turn_citing(user, f"{url}/article")
+            start_source_checks([turn.pk], on_checked)
+            await wait_until(page.asked.is_set)
+            await stop_source_checks()
+        finally:
+            page.released.set()
+
+    (checked,) = told
+    assert "the server restarted before it was read" in checked.answer_html
+    assert "Checking 1 source" not in checked.answer_html
+    assert checked.answer_html == (await Turn.objects.aget(pk=turn.pk)).answer_html
