@@ -63,6 +63,20 @@ LEAF = "leaf"
 
 
 class Turn(models.Model):
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    question = models.TextField()
+
+    class Effort(models.TextChoices):
+        LITE = "lite"
+        STANDARD = "standard"
+
+    research_effort = models.CharField(
+        max_length=16, choices=Effort.choices, default=Effort.STANDARD
+    )
+
     class Status(models.TextChoices):
         STREAMING = "streaming"
         COMPLETE = "complete"
@@ -70,31 +84,6 @@ class Turn(models.Model):
         STOPPED = "stopped"
         INTERRUPTED = "interrupted"
 
-    class Effort(models.TextChoices):
-        LITE = "lite"
-        STANDARD = "standard"
-
-    class ErrorKind(models.TextChoices):
-        NONE = "", "none"
-        AGENT = "agent", "the agent reported an error"
-        HTTP = "http", "the agent refused the request"
-        CANNOT_CONTINUE = "cannot_continue", "the conversation cannot be continued upstream"
-        UNREACHABLE = "unreachable", "the agent could not be reached"
-        STALLED = "stalled", "the agent stopped sending"
-        DROPPED = "dropped", "the connection dropped"
-        INCOMPLETE = "incomplete", "the stream ended early"
-        SERVER = "server", "the server stopped during the run"
-        LIMIT = "limit", "the answer reached a limit of this site"
-        UNSAVED = "unsaved", "the answer could not be saved"
-
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
-    parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
-    )
-    question = models.TextField()
-    research_effort = models.CharField(
-        max_length=16, choices=Effort.choices, default=Effort.STANDARD
-    )
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.STREAMING, db_index=True
     )
@@ -113,6 +102,20 @@ class Turn(models.Model):
     # The agent's charts, as `chats.answer.charts.chart_for_turn` made them safe to draw.
     charts = models.JSONField(default=list, blank=True)
     consumption = models.JSONField(default=list, blank=True)
+
+    class ErrorKind(models.TextChoices):
+        NONE = "", "none"
+        AGENT = "agent", "the agent reported an error"
+        HTTP = "http", "the agent refused the request"
+        CANNOT_CONTINUE = "cannot_continue", "the conversation cannot be continued upstream"
+        UNREACHABLE = "unreachable", "the agent could not be reached"
+        STALLED = "stalled", "the agent stopped sending"
+        DROPPED = "dropped", "the connection dropped"
+        INCOMPLETE = "incomplete", "the stream ended early"
+        SERVER = "server", "the server stopped during the run"
+        LIMIT = "limit", "the answer reached a limit of this site"
+        UNSAVED = "unsaved", "the answer could not be saved"
+
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     tool_error_count = models.PositiveIntegerField(default=0)
