@@ -262,38 +262,36 @@ class ChatShare(models.Model):
         return f"Share of chat {self.chat_id}"
 
 
-class OutputSchema(models.Model):
+class SavedByOwner(models.Model):
+    """Something a user saved under a name of their own, listed by that name."""
+
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class OutputSchema(SavedByOwner):
     """A structured output schema a user saved, to choose in the composer's options."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="output_schemas"
     )
-    name = models.CharField(max_length=100)
     schema = models.JSONField(help_text="JSON Schema; top level an object or a list of objects.")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["name", "id"]
-
-    def __str__(self) -> str:
-        return self.name
 
 
-class WorkflowTemplate(models.Model):
+class WorkflowTemplate(SavedByOwner):
     """An inline Workflows template a user saved (docs/PROTOCOL.md, "Workflows")."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflow_templates"
     )
-    name = models.CharField(max_length=100)
     template = models.JSONField(help_text="The inline template object sent as `template`.")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["name", "id"]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Preference(models.Model):
