@@ -63,6 +63,20 @@ LEAF = "leaf"
 
 
 class Turn(models.Model):
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    question = models.TextField()
+
+    class Effort(models.TextChoices):
+        LITE = "lite"
+        STANDARD = "standard"
+
+    research_effort = models.CharField(
+        max_length=16, choices=Effort.choices, default=Effort.STANDARD
+    )
+
     class Status(models.TextChoices):
         STREAMING = "streaming"
         COMPLETE = "complete"
@@ -70,31 +84,6 @@ class Turn(models.Model):
         STOPPED = "stopped"
         INTERRUPTED = "interrupted"
 
-    class Effort(models.TextChoices):
-        LITE = "lite"
-        STANDARD = "standard"
-
-    class ErrorKind(models.TextChoices):
-        NONE = "", "none"
-        AGENT = "agent", "the agent reported an error"
-        HTTP = "http", "the agent refused the request"
-        CANNOT_CONTINUE = "cannot_continue", "the conversation cannot be continued upstream"
-        UNREACHABLE = "unreachable", "the agent could not be reached"
-        STALLED = "stalled", "the agent stopped sending"
-        DROPPED = "dropped", "the connection dropped"
-        INCOMPLETE = "incomplete", "the stream ended early"
-        SERVER = "server", "the server stopped during the run"
-        LIMIT = "limit", "the answer reached a limit of this site"
-        UNSAVED = "unsaved", "the answer could not be saved"
-
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
-    parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
-    )
-    question = models.TextField()
-    research_effort = models.CharField(
-        max_length=16, choices=Effort.choices, default=Effort.STANDARD
-    )
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.STREAMING, db_index=True
     )
@@ -113,6 +102,20 @@ class Turn(models.Model):
     # The agent's charts, as `chats.answer.charts.chart_for_turn` made them safe to draw.
     charts = models.JSONField(default=list, blank=True)
     consumption = models.JSONField(default=list, blank=True)
+
+    class ErrorKind(models.TextChoices):
+        NONE = "", "none"
+        AGENT = "agent", "the agent reported an error"
+        HTTP = "http", "the agent refused the request"
+        CANNOT_CONTINUE = "cannot_continue", "the conversation cannot be continued upstream"
+        UNREACHABLE = "unreachable", "the agent could not be reached"
+        STALLED = "stalled", "the agent stopped sending"
+        DROPPED = "dropped", "the connection dropped"
+        INCOMPLETE = "incomplete", "the stream ended early"
+        SERVER = "server", "the server stopped during the run"
+        LIMIT = "limit", "the answer reached a limit of this site"
+        UNSAVED = "unsaved", "the answer could not be saved"
+
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     tool_error_count = models.PositiveIntegerField(default=0)
@@ -259,38 +262,36 @@ class ChatShare(models.Model):
         return f"Share of chat {self.chat_id}"
 
 
-class OutputSchema(models.Model):
+class SavedByOwner(models.Model):
+    """Something a user saved under a name of their own, listed by that name."""
+
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class OutputSchema(SavedByOwner):
     """A structured output schema a user saved, to choose in the composer's options."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="output_schemas"
     )
-    name = models.CharField(max_length=100)
     schema = models.JSONField(help_text="JSON Schema; top level an object or a list of objects.")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["name", "id"]
-
-    def __str__(self) -> str:
-        return self.name
 
 
-class WorkflowTemplate(models.Model):
+class WorkflowTemplate(SavedByOwner):
     """An inline Workflows template a user saved (docs/PROTOCOL.md, "Workflows")."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workflow_templates"
     )
-    name = models.CharField(max_length=100)
     template = models.JSONField(help_text="The inline template object sent as `template`.")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["name", "id"]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Preference(models.Model):

@@ -318,21 +318,18 @@ def turn_render_end(end: TurnEnd) -> RenderedEnd:
     )
 
 
+# The fields a finished turn takes as they are from how its run ended, and from its transcript.
+_COPIED_FROM_END = ("status", "error", "error_kind", "malformed_lines", "sanitized_events")
+_COPIED_FROM_TRANSCRIPT = ("checkpoint_id", "consumption", "plan", "structured_output")
+
 # What finishing a turn changes on its row (`save(update_fields=...)`: the rest is left alone).
 FINISHED_FIELDS = [
+    *_COPIED_FROM_END,
+    *_COPIED_FROM_TRANSCRIPT,
     "answer_text",
     "answer_html",
-    "status",
-    "error",
-    "error_kind",
-    "checkpoint_id",
-    "consumption",
-    "plan",
-    "structured_output",
     "charts",
     "tool_error_count",
-    "malformed_lines",
-    "sanitized_events",
     "notices",
     "finished_at",
     "lease_expires_at",
@@ -402,19 +399,14 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
         turn.pages_to_check = bool(rendered.cited.pages)
         transcript = end.transcript
         turn.chat = chat = chats[turn.chat_id]
+        for name in _COPIED_FROM_END:
+            setattr(turn, name, getattr(end, name))
+        for name in _COPIED_FROM_TRANSCRIPT:
+            setattr(turn, name, getattr(transcript, name))
         turn.answer_text = transcript.answer
         turn.answer_html = rendered.html
-        turn.status = end.status
-        turn.error = end.error
-        turn.error_kind = end.error_kind
-        turn.checkpoint_id = transcript.checkpoint_id
-        turn.consumption = transcript.consumption
-        turn.plan = transcript.plan
-        turn.structured_output = transcript.structured_output
         turn.charts = rendered.charts
         turn.tool_error_count = transcript.tool_errors
-        turn.malformed_lines = end.malformed_lines
-        turn.sanitized_events = end.sanitized_events
         turn.notices = display.turn_notices(
             skipped=transcript.skipped,
             skipped_lines=transcript.skipped_lines,

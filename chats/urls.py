@@ -7,49 +7,47 @@ from chats.pages import preferences as views_preferences
 from chats.pages import views
 from chats.pages import workflows as views_workflows
 
+# One answer of a chat, below chats/<chat_id>/turns/<turn_id>/.
+turn_urls = [
+    path("answer.md", views.turn_markdown, name="turn_markdown"),
+    path("structured.<str:fmt>", views.turn_structured_output, name="turn_structured_output"),
+    path("compare/", views_compare.turn_compare, name="turn_compare"),
+]
+
+# One chat, below chats/<chat_id>/.
+chat_urls = [
+    path("", views.chat_detail, name="chat_detail"),
+    path("branch/", views.chat_branch_select, name="chat_branch_select"),
+    path("export.md", views.chat_export, name="chat_export"),
+    # The library (chats/library/): organise, share, export.
+    path("rename/", library.chat_rename_view, name="chat_rename"),
+    path("pin/", library.chat_pin_view, name="chat_pin"),
+    path("archive/", library.chat_archive_view, name="chat_archive"),
+    path("delete/", library.chat_delete_view, name="chat_delete"),
+    path("share/", library.chat_share_view, name="chat_share"),
+    path("unshare/", library.chat_share_revoke_view, name="chat_unshare"),
+    path("export.json", library.chat_export_json, name="chat_export_json"),
+    path("print/", library.chat_print, name="chat_print"),
+    path("turns/<int:turn_id>/", include(turn_urls)),
+]
+
 urlpatterns = [
     path("", views.chat_list, name="chat_list"),
     path("chats/new/", views.chat_new, name="chat_new"),
-    path("chats/<int:chat_id>/", views.chat_detail, name="chat_detail"),
-    path("chats/<int:chat_id>/branch/", views.chat_branch_select, name="chat_branch_select"),
-    path("chats/<int:chat_id>/export.md", views.chat_export, name="chat_export"),
-    # The library (chats/library/): search, organise, share, export.
     path("chats/search/", library.chat_search, name="chat_search"),
     path("chats/archived/", library.chat_archived, name="chat_archived"),
-    path("chats/<int:chat_id>/rename/", library.chat_rename_view, name="chat_rename"),
-    path("chats/<int:chat_id>/pin/", library.chat_pin_view, name="chat_pin"),
-    path("chats/<int:chat_id>/archive/", library.chat_archive_view, name="chat_archive"),
-    path("chats/<int:chat_id>/delete/", library.chat_delete_view, name="chat_delete"),
-    path("chats/<int:chat_id>/share/", library.chat_share_view, name="chat_share"),
-    path("chats/<int:chat_id>/unshare/", library.chat_share_revoke_view, name="chat_unshare"),
-    path("chats/<int:chat_id>/export.json", library.chat_export_json, name="chat_export_json"),
-    path("chats/<int:chat_id>/print/", library.chat_print, name="chat_print"),
+    path("chats/<int:chat_id>/", include(chat_urls)),
     path("shared/<str:token>/", library.chat_shared, name="chat_shared"),
     path(
-        "chats/<int:chat_id>/turns/<int:turn_id>/answer.md",
-        views.turn_markdown,
-        name="turn_markdown",
-    ),
-    path(
-        "chats/<int:chat_id>/turns/<int:turn_id>/structured.<str:fmt>",
-        views.turn_structured_output,
-        name="turn_structured_output",
+        "shared/<str:token>/turns/<int:turn_id>/compare/",
+        views_compare.shared_turn_compare,
+        name="shared_turn_compare",
     ),
     path("schemas/", views_options.output_schemas, name="output_schemas"),
     path(
         "schemas/<int:schema_id>/delete/",
         views_options.output_schema_delete,
         name="output_schema_delete",
-    ),
-    path(
-        "chats/<int:chat_id>/turns/<int:turn_id>/compare/",
-        views_compare.turn_compare,
-        name="turn_compare",
-    ),
-    path(
-        "shared/<str:token>/turns/<int:turn_id>/compare/",
-        views_compare.shared_turn_compare,
-        name="shared_turn_compare",
     ),
     path("", include("chats.watch.urls")),  # Watch, the "Changes" page
     path("workflows/", views_workflows.workflow_list, name="workflow_list"),

@@ -79,7 +79,7 @@ class PageRead:
         return {
             "url": self.url,
             "final_url": self.final_url,
-            "fetched_on": self.fetched_on.isoformat() if self.fetched_on else None,
+            "fetched_on": _iso(self.fetched_on),
             "problem": self.problem,
             "pending": self.pending,
         }
@@ -126,7 +126,7 @@ class SourceDocument:
             "name": self.name,
             "headline": self.headline,
             "url": self.url,
-            "published_on": self.published_on.isoformat() if self.published_on else None,
+            "published_on": _iso(self.published_on),
             "data": self.data,
         }
 
@@ -266,6 +266,10 @@ def _list(value: Any) -> list[Any]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _iso(day: date | None) -> str | None:
+    return day.isoformat() if day else None
 
 
 def _date(value: Any) -> date | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
 from citations.evidence import Claim, claims_of
@@ -35,10 +34,7 @@ class CitedSource:
     headline = property(lambda self: self.document.headline)
     url = property(lambda self: self.document.url)
     label = property(lambda self: self.document.label)
-
-    @property
-    def published_on(self) -> date | None:
-        return self.document.published_on
+    published_on = property(lambda self: self.document.published_on)
 
 
 @dataclass(frozen=True, slots=True)

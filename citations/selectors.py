@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -119,15 +119,8 @@ def answer_versions_to_compare(turns: Sequence[AnsweredTurn]) -> dict[Any, Answe
 
 
 def source_document(source: Source) -> SourceDocument:
-    return SourceDocument(
-        key=source.key,
-        type=source.type,
-        name=source.name,
-        headline=source.headline,
-        url=source.url,
-        published_on=source.published_on,
-        data=source.data,
-    )
+    """The document a Source row stores: the row has a column for each of its fields."""
+    return SourceDocument(**{f.name: getattr(source, f.name) for f in fields(SourceDocument)})
 
 
 def _citation(reference: Reference) -> Citation:

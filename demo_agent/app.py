@@ -87,13 +87,8 @@ class DemoAgentApp:
         except HttpError as error:
             await send_json(send, error.status, {"detail": error.detail})
             return
-        turn = ResearchTurn(
-            message=request.message,
-            research_effort=request.research_effort,
-            context=conversation.context,
-            library=self._library,
-            charts=request.charts,
-            options=request.options,
+        turn = ResearchTurn.for_request(
+            request, context=conversation.context, library=self._library
         )
         await self._stream(turn, conversation, receive, send)
 

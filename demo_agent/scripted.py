@@ -20,17 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from demo_agent.wire import (
-    SSE_HEADERS,
-    Receive,
-    Scope,
-    Send,
-    answered_if_not_http,
-    end_stream,
-    read_body,
-    send_chunk,
-    sse_event,
-)
+from demo_agent import wire
+from demo_agent.wire import Receive, Scope, Send
 
 DEFAULT_CHAT_ID = "chat-up-1"
 
@@ -98,7 +89,7 @@ class Reply:
         """Stream `messages` in the envelope, with `pause` seconds after each one."""
         body: list[Step] = []
         for message in messages:
-            body.append(sse_event(chat_id, message))
+            body.append(wire.sse_event(chat_id, message))
             if pause:
                 body.append(Sleep(pause))
         return cls(body=body, rate=rate)
@@ -214,9 +205,9 @@ class ScriptedAgent:
         return [f"{request.method} {request.path}" for request in self.requests]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if await answered_if_not_http(scope, receive, send):
+        if await wire.answered_if_not_http(scope, receive, send):
             return
-        body = await read_body(receive, limit=64 * 1024 * 1024)
+        body = await wire.read_body(receive, limit=64 * 1024 * 1024)
         if body is None:
             return
         try:
@@ -247,7 +238,7 @@ class ScriptedAgent:
         if any(name == b"content-type" for name, _ in extra):
             return extra
         if self.content_type is None:
-            return SSE_HEADERS + extra  # an event stream unless the reply says otherwise
+            return wire.SSE_HEADERS + extra  # an event stream unless the reply says otherwise
         kind = self.content_type if reply.status < 400 else "application/json"
         return [(b"content-type", kind.encode("latin-1")), *extra]
 
@@ -280,5 +271,5 @@ async def _play(
         elif isinstance(step, Drop):
             raise ScriptedDrop("scripted drop")
         else:
-            await send_chunk(send, step.encode() if isinstance(step, str) else step)
-    await end_stream(send)
+            await wire.send_chunk(send, step.encode() if isinstance(step, str) else step)
+    await wire.end_stream(send)

@@ -27,6 +27,7 @@ from demo_agent.options import (
     structured_output,
 )
 from demo_agent.question import TOPICS_BY_KEY, Question, Topic, understand
+from demo_agent.request import ResearchRequest
 from demo_agent.search import SearchIndex, tokenize
 from demo_agent.tokens import BranchContext, PastTurn
 
@@ -151,6 +152,20 @@ class ResearchTurn:
         self._usage = _Usage()
         self.question: Question = understand(
             message, context=context, corpus=library.corpus, vocabulary=library.index.vocabulary
+        )
+
+    @classmethod
+    def for_request(
+        cls, request: ResearchRequest, *, context: BranchContext, library: Library
+    ) -> ResearchTurn:
+        """The turn that answers a research request; `context` is the branch it continues."""
+        return cls(
+            message=request.message,
+            research_effort=request.research_effort,
+            context=context,
+            library=library,
+            charts=request.charts,
+            options=request.options,
         )
 
     def steps(self) -> Iterator[Step]:

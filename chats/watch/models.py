@@ -12,26 +12,28 @@ from django.utils import timezone
 
 
 class Watch(models.Model):
-    class Every(models.TextChoices):
-        DAY = "day", "day"
-        WEEK = "week", "week"
-
-    class State(models.TextChoices):
-        ACTIVE = "active", "active"
-        PAUSED = "paused", "paused"
-        STOPPED = "stopped", "stopped after repeated failures"
-
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="watches"
     )
     chat = models.ForeignKey("chats.Chat", on_delete=models.CASCADE, related_name="watches")
     # The version the analyst chose to watch; every run is a new sibling of it.
     turn = models.ForeignKey("chats.Turn", on_delete=models.CASCADE, related_name="watches")
+
+    class Every(models.TextChoices):
+        DAY = "day", "day"
+        WEEK = "week", "week"
+
     every = models.CharField(max_length=8, choices=Every.choices, default=Every.DAY)
     time_of_day = models.TimeField(help_text="In the site's time zone (TIME_ZONE).")
     weekday = models.PositiveSmallIntegerField(
         default=0, help_text="Weekly watches: 0 is Monday, 6 is Sunday."
     )
+
+    class State(models.TextChoices):
+        ACTIVE = "active", "active"
+        PAUSED = "paused", "paused"
+        STOPPED = "stopped", "stopped after repeated failures"
+
     state = models.CharField(
         max_length=8, choices=State.choices, default=State.ACTIVE, db_index=True
     )
@@ -64,13 +66,6 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 
 
 class WatchRun(models.Model):
-    class State(models.TextChoices):
-        RUNNING = "running", "running"
-        CHANGED = "changed", "figures or sources changed"
-        UNCHANGED = "unchanged", "no figures or sources changed"
-        FAILED = "failed", "failed"
-        SKIPPED = "skipped", "skipped (a limit)"
-
     watch = models.ForeignKey(Watch, on_delete=models.CASCADE, related_name="runs")
     # The version this run asked for, and the newest finished version before it.
     turn = models.ForeignKey(
@@ -79,6 +74,14 @@ class WatchRun(models.Model):
     previous_turn = models.ForeignKey(
         "chats.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        CHANGED = "changed", "figures or sources changed"
+        UNCHANGED = "unchanged", "no figures or sources changed"
+        FAILED = "failed", "failed"
+        SKIPPED = "skipped", "skipped (a limit)"
+
     state = models.CharField(
         max_length=10, choices=State.choices, default=State.RUNNING, db_index=True
     )

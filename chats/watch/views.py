@@ -67,24 +67,15 @@ def watch_changes(request: HttpRequest) -> HttpResponse:
     return response
 
 
-@require_POST
-@login_required
-def watch_pause_view(request: HttpRequest, watch_id: int) -> HttpResponse:
-    watch_pause(watch=watch_get_for_user(user=request.user, watch_id=watch_id))
-    return redirect("watch_changes")
+# The actions on one of the user's watches, by the name its URL passes (chats/watch/urls.py).
+_WATCH_ACTIONS = {"pause": watch_pause, "resume": watch_resume, "delete": watch_delete}
 
 
 @require_POST
 @login_required
-def watch_resume_view(request: HttpRequest, watch_id: int) -> HttpResponse:
-    watch_resume(watch=watch_get_for_user(user=request.user, watch_id=watch_id))
-    return redirect("watch_changes")
-
-
-@require_POST
-@login_required
-def watch_delete_view(request: HttpRequest, watch_id: int) -> HttpResponse:
-    watch_delete(watch=watch_get_for_user(user=request.user, watch_id=watch_id))
+def watch_action(request: HttpRequest, watch_id: int, action: str) -> HttpResponse:
+    """Pause, resume or delete a watch of the user's (404 for anyone else's)."""
+    _WATCH_ACTIONS[action](watch=watch_get_for_user(user=request.user, watch_id=watch_id))
     return redirect("watch_changes")
 
 
