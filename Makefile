@@ -37,12 +37,14 @@ lint: $(VENV)/.dev
 ENSURE_CHROMIUM := scripts/ensure-program CHROMIUM chromium /usr/bin/chromium
 ENSURE_NGINX := scripts/ensure-program NGINX nginx /usr/sbin/nginx
 
-# The browser tests need Chromium.
+# The browser tests need Chromium. Two pytest processes share the tests (pytest-xdist): much of a
+# test's time is spent waiting on servers and the browser, which the other process fills.
+TEST_PROCESSES ?= 2
 test: $(VENV)/.dev lint
-	CHROMIUM="$$($(ENSURE_CHROMIUM))" && export CHROMIUM && $(BIN)/pytest
+	CHROMIUM="$$($(ENSURE_CHROMIUM))" && export CHROMIUM && $(BIN)/pytest -n $(TEST_PROCESSES)
 
 # The same suite on PostgreSQL and the Redis channel layer (the two-process tests run here, and
-# the rolling restart behind nginx).
+# the rolling restart behind nginx), in one process: its tests share one Redis database.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 test-services: $(VENV)/.dev

@@ -18,19 +18,29 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_asgi(app, *, port: int | None = None, lifespan: str = "off") -> Iterator[str]:
-    """Serve `app` in a background thread and yield its base URL; stop it on exit."""
-    port = port or free_port()
+def serve_asgi(app, *, lifespan: str = "off") -> Iterator[str]:
+    """Serve `app` in a background thread and yield its base URL; stop it on exit.
+
+    The listening socket is bound here, before the server starts, so that no other test process
+    can take its port in between (the tests run in parallel: `make test`).
+    """
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
-        host="127.0.0.1",
-        port=port,
         log_level="warning",
         lifespan=lifespan,
         ws="websockets-sansio",
+        # A stream the test has walked away from (a stand-in agent still pacing its script, a
+        # page left open) gets a second to end at shut-down, then is cancelled.
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True, name=f"uvicorn-{port}")
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"uvicorn-{port}"
+    )
     thread.start()
     deadline = time.monotonic() + 30  # a start-up may load provider SDKs (seconds under load)
     while not server.started:
@@ -44,3 +54,4 @@ def serve_asgi(app, *, port: int | None = None, lifespan: str = "off") -> Iterat
         thread.join(timeout=60)
         # A server still running would race the test's database teardown.
         assert not thread.is_alive(), f"uvicorn on port {port} did not stop within 60 s"
+        sock.close()

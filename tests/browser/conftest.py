@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from channels.layers import channel_layers
 
-from tests.servers import free_port, serve_asgi
+from tests.servers import serve_asgi
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -51,15 +51,14 @@ def browser():
 @pytest.fixture
 def site(transactional_db, settings):
     """The whole site (researchsite.asgi) with its built-in demo agent, on a free port."""
-    port = free_port()
-    settings.RESEARCH_AGENT_URL = f"http://127.0.0.1:{port}{settings.DEMO_AGENT_PATH}"
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
     from researchsite.asgi import application
 
     # Each server thread runs its own event loop; channels_redis keeps per-loop state, so each
     # gets a fresh layer.
     channel_layers.backends.clear()
-    with serve_asgi(application, port=port, lifespan="on") as url:
+    with serve_asgi(application, lifespan="on") as url:
+        settings.RESEARCH_AGENT_URL = f"{url}{settings.DEMO_AGENT_PATH}"  # its own demo agent
         yield url
     channel_layers.backends.clear()
 

@@ -8,6 +8,9 @@ import pytest
 
 from chats.loop.batches import MAX_BATCH, DatabaseBatches
 
+# The batches run on the database thread, which checks its connection before each call.
+pytestmark = pytest.mark.django_db
+
 
 class Refused(Exception):
     pass
