@@ -42,7 +42,7 @@ pytestmark = [
     ),
 ]
 
-PAGES_PER_WAVE = 6  # three on each worker: nginx takes turns
+PAGES_PER_GROUP = 6  # three on each worker: nginx takes turns
 TEXT = " ".join(f"word{i}" for i in range(30))
 SITE_ENV = {"AGENT_MAX_CONCURRENT_TURNS": "20", "WS_MAX_SOCKETS_PER_USER": "30"}
 
@@ -125,7 +125,7 @@ def restart(site: Site, env: dict[str, str]) -> Site:
 
 def test_a_rolling_restart_behind_nginx_loses_no_answer(django_user_model, tmp_path):
     user = django_user_model.objects.create_user("analyst", password="pw-rolling-1")
-    chats = [Chat.objects.create(owner=user) for _ in range(2 * PAGES_PER_WAVE)]
+    chats = [Chat.objects.create(owner=user) for _ in range(2 * PAGES_PER_GROUP)]
     browser = Client()
     browser.force_login(user)
     cookie = f"sessionid={browser.cookies['sessionid'].value}"
@@ -141,19 +141,19 @@ def test_a_rolling_restart_behind_nginx_loses_no_answer(django_user_model, tmp_p
         stack.callback(lambda: [stop_site(site) for site in sites])
         proxy = stack.enter_context(running_nginx(tmp_path, free_port(), ports))
 
-        async def wave(pages: list[Page]) -> list[asyncio.Task]:
+        async def start_streaming(pages: list[Page]) -> list[asyncio.Task]:
             following = [asyncio.create_task(page.ask_then_follow(proxy)) for page in pages]
             await asyncio.wait_for(asyncio.gather(*(p.streaming.wait() for p in pages)), 30)
             return following
 
         async def scenario() -> list[Page]:
-            first = [Page(chat.pk, cookie) for chat in chats[:PAGES_PER_WAVE]]
-            second = [Page(chat.pk, cookie) for chat in chats[PAGES_PER_WAVE:]]
-            following = await wave(first)
-            # Worker one restarts while the first wave streams on both workers...
+            first = [Page(chat.pk, cookie) for chat in chats[:PAGES_PER_GROUP]]
+            second = [Page(chat.pk, cookie) for chat in chats[PAGES_PER_GROUP:]]
+            following = await start_streaming(first)
+            # Worker one restarts while the first group of pages streams on both workers...
             sites[0] = await asyncio.to_thread(restart, sites[0], env)
-            # ...and worker two while the second wave streams on the new worker one and on it.
-            following += await wave(second)
+            # ...and worker two while the second group streams on the new worker one and on it.
+            following += await start_streaming(second)
             sites[1] = await asyncio.to_thread(restart, sites[1], env)
             await asyncio.wait_for(asyncio.gather(*following), 60)
             return first + second
