@@ -1,11 +1,12 @@
-"""The agent client against a real HTTP stand-in: payloads, HTTP errors, retries, stalls, drops."""
+"""The Research Agent's client against a real HTTP stand-in: payloads, HTTP errors, retries,
+stalls, drops."""
 
 import time
 
 import pytest
 
 from chats.agent import AgentError
-from chats.agent.client import AgentRequest, AgentSettings, AgentStream
+from chats.agent.providers.bigdata import AgentRequest, AgentSettings, AgentStream
 from chats.agent.transcript import Transcript
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from tests.servers import free_port, serve_asgi
