@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -35,7 +35,7 @@ from chats.agent.events import (
 )
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, Passage, SourceDocument, ToolCall, web_source
 from citations.sources import bounded_key, date_from_value, one_line
 
@@ -70,7 +70,7 @@ class _Block:
     wire: dict[str, Any] = field(default_factory=dict)  # the block as sent back on a pause
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(TypedMessagesAdapter):
     """One Messages API response."""
 
     def __init__(self) -> None:
@@ -81,18 +81,12 @@ class AnthropicAdapter:
         self._model = ""
         self._usage: dict[str, Any] = {}
         self._stop_reason = ""
-        self._finished = False
         self._content: list[dict[str, Any]] = []  # the answer's blocks so far, as on the wire
         self._message_blocks: dict[int, dict[str, Any]] = {}  # this message's, by index
         self._usage_before: dict[str, int] = {}  # the paused messages' token counts
         self.pauses = 0
         self.paused = False
         self.container_id = ""  # a container tool's, to reuse when continuing
-
-    @property
-    def finished(self) -> bool:
-        """True once the message stopped or failed: a stream that ends before was cut."""
-        return self._finished
 
     @property
     def paused_content(self) -> list[dict[str, Any]]:
@@ -107,21 +101,10 @@ class AnthropicAdapter:
             content[-1]["text"] = str(content[-1].get("text") or "").rstrip()
         return content
 
-    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        kind, document = message.kind, message.document
-        if kind is None:
-            return None
-        if self._finished:
-            return []
-        events = self._events(kind, document)
-        if events is None:
-            return None
-        return [replace(event, raw=message.text) for event in events]
-
     def close(self) -> list[AgentEvent]:
         return []  # text is emitted as it arrives; a stream without message_stop was cut
 
-    def _events(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
+    def _read(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
         match kind:
             case "message_start":
                 self.paused = False

@@ -98,10 +98,7 @@ class GeminiAdapter:
         self._failed = False
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        document = message.document
-        if not isinstance(document, dict):
-            return None
-        raw = message.text
+        document, raw = message.document, message.text
         if isinstance(document.get("error"), dict):  # an error sent mid-stream
             self._failed = True
             return [ErrorEvent(error=_error_event_message(document["error"]), raw=raw)]

@@ -76,10 +76,7 @@ class LlmSdkAdapter:
         self._failed = False
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        document = message.document
-        if not isinstance(document, dict):
-            return None
-        raw = message.text
+        document, raw = message.document, message.text
         if "error" in document and "delta" not in document:
             self._failed = True
             return [ErrorEvent(error=_error_message(document["error"]), raw=raw)]

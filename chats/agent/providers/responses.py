@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
@@ -35,7 +35,7 @@ from chats.agent.events import (
 )
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, SourceDocument, ToolCall, web_source
 from citations.sources import bounded_key, one_line
 
@@ -135,7 +135,7 @@ class _Part:
         return answer_length if raw_index == self.done else None
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(TypedMessagesAdapter):
     """The Responses API stream of OpenAI (`flavour="openai"`) or xAI (`flavour="xai"`)."""
 
     def __init__(self, flavour: str = "openai") -> None:
@@ -153,21 +153,8 @@ class ResponsesAdapter:
         self._annotations_seen: set[tuple[Any, ...]] = set()
         self._waiting: list[tuple[tuple[int, int], dict[str, Any]]] = []
         self._searches_announced: set[str] = set()
-        self._finished = False
 
-    @property
-    def finished(self) -> bool:
-        """True once the response completed or failed: a stream that ends before was cut."""
-        return self._finished
-
-    # StreamAdapter
-    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        kind, document = message.kind, message.document
-        if kind is None:
-            return None
-        if self._finished:
-            return []
-        raw = message.text
+    def _read(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
         match kind:
             case "response.output_text.delta":
                 delta = document.get("delta")
@@ -175,33 +162,31 @@ class ResponsesAdapter:
                     return None
                 part = self._part(document)
                 part.pending += delta
-                return self._tag(self._advance(part, final=False), raw)
+                return self._advance(part, final=False)
             case "response.output_text.done":
-                return self._tag(self._advance(self._part(document), final=True), raw)
+                return self._advance(self._part(document), final=True)
             case "response.output_text.annotation.added":
                 annotation = document.get("annotation")
                 if not isinstance(annotation, dict):
                     return None
-                return self._tag(self._annotate(_part_key(document), annotation), raw)
+                return self._annotate(_part_key(document), annotation)
             case "response.output_item.added" | "response.output_item.done":
-                return self._tag(self._output_item(document.get("item"), kind), raw)
+                return self._output_item(document.get("item"), kind)
             case "response.refusal.done":
                 refusal = one_line(document.get("refusal"))
-                return self._fail(f"{self.provider} declined to answer: {refusal}"[:500], raw)
+                return self._fail(f"{self.provider} declined to answer: {refusal}"[:500])
             case "response.completed":
-                return self._tag(self._complete(as_dict(document.get("response"))), raw)
+                return self._complete(as_dict(document.get("response")))
             case "response.incomplete":
                 response = as_dict(document.get("response"))
                 reason = as_dict(response.get("incomplete_details")).get("reason")
-                return self._finish_with_error(
-                    response, _incomplete_message(self.provider, reason), raw
-                )
+                return self._finish_with_error(response, _incomplete_message(self.provider, reason))
             case "response.failed":
                 response = as_dict(document.get("response"))
                 error = as_dict(response.get("error"))
-                return self._finish_with_error(response, self._error_message(error), raw)
+                return self._finish_with_error(response, self._error_message(error))
             case "error":
-                return self._fail(self._error_message(document), raw)
+                return self._fail(self._error_message(document))
         return []  # response.created, content_part.added, reasoning...: nothing to show
 
     def close(self) -> list[AgentEvent]:
@@ -442,18 +427,16 @@ class ResponsesAdapter:
             events.append(AuditEvent(tool_calls=(call,)))
         return events
 
-    def _finish_with_error(
-        self, response: dict[str, Any], message: str, raw: str
-    ) -> list[AgentEvent]:
+    def _finish_with_error(self, response: dict[str, Any], message: str) -> list[AgentEvent]:
         events = self._wrap_up(response)
         events.append(ErrorEvent(error=message))
-        return self._tag(events, raw)
+        return events
 
-    def _fail(self, message: str, raw: str) -> list[AgentEvent]:
+    def _fail(self, message: str) -> list[AgentEvent]:
         events = self.close()
         self._finished = True
         events.append(ErrorEvent(error=message))
-        return self._tag(events, raw)
+        return events
 
     def _error_message(self, error: dict[str, Any]) -> str:
         """Read OpenAI's flat `{code, message}`, a nested `{"error": {...}}`, or xAI's
@@ -469,11 +452,6 @@ class ResponsesAdapter:
         if not detail:
             return f"{self.provider} reported an error."
         return f"{self.provider} reported an error: {detail}"[:500]
-
-    @staticmethod
-    def _tag(events: list[AgentEvent], raw: str) -> list[AgentEvent]:
-        """Keep the wire line on the events it produced, for the record."""
-        return [replace(event, raw=raw) for event in events]
 
 
 def _file_source(annotation: dict[str, Any]) -> SourceDocument | None:
