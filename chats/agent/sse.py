@@ -288,9 +288,13 @@ class EventParser:
             return self._skip(text, "not JSON")
         if not isinstance(document, dict):
             return self._skip(text, "not a JSON object")
-        events = self.adapter.feed(StreamMessage(event=event, document=document, text=text))
+        return self.feed_message(StreamMessage(event=event, document=document, text=text))
+
+    def feed_message(self, message: StreamMessage) -> list[AgentEvent]:
+        """Return the events of one decoded message (an SDK decodes its stream itself)."""
+        events = self.adapter.feed(message)
         if events is None:
-            return self._skip(text, "not a message of this stream")
+            return self._skip(message.text, "not a message of this stream")
         return events if type(events) is list else list(events)
 
     def close(self) -> list[AgentEvent]:

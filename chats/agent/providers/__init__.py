@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from chats.agent import AgentError
 from chats.agent.events import AgentEvent
-from chats.agent.sse import StreamAdapter
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,8 @@ class ProviderConfig:
     connect_timeout: float = 10.0
     idle_timeout: float = 120.0
     max_retries: int = 3
+    backoff_base: float = 0.5
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
 
 
 class ProviderStream(Protocol):
@@ -124,6 +126,7 @@ class Provider:
             connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
             idle_timeout=settings.AGENT_IDLE_TIMEOUT,
             max_retries=settings.AGENT_MAX_RETRIES,
+            max_line_chars=settings.AGENT_MAX_LINE_BYTES,
         )
 
 

@@ -13,24 +13,13 @@ the run: replaying a research request would bill and answer twice. That policy i
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields
 from typing import Any
 
 import httpx
 
-from chats.agent._http import (
-    AgentError,
-    Upstream,
-    error_detail,
-    host_of,
-    http_transport,
-    redact,
-    refused,
-    stream_timeout,
-)
+from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
 from chats.agent.events import (
     SKIPPED,
     AgentEvent,
@@ -39,9 +28,9 @@ from chats.agent.events import (
     UnknownEvent,
     event_from_fields,
 )
-from chats.agent.providers.attempts import RetryNotice, refusal, response_events, with_retries
+from chats.agent.providers.attempts import RetryingClient, RetryNotice, posted_events, refusal
 from chats.agent.providers.json_values import as_dict
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamMessage, StreamReader
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import (
     bounded_key,
@@ -327,81 +316,47 @@ class AgentSettings:
     url: str
     api_key: str = ""
     connect_timeout: float = 10.0
-    idle_timeout: float = 120.0
+    idle_timeout: float = 120.0  # between two chunks: the agent's heartbeats keep a run alive
     max_retries: int = 3
     backoff_base: float = 0.5
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
 
 
-class AgentStream:
-    """Open one run of the agent and iterate its events.
-
-    `on_retry(message, delay)` is awaited before each retry so the page can say what is going on.
-    """
+class AgentStream(RetryingClient):
+    """Open one run of the agent and iterate its events; `adapter` reads its stream (the
+    Research Agent's by default)."""
 
     def __init__(
         self,
         request: AgentRequest,
-        settings: AgentSettings,
+        config: AgentSettings,
         *,
         on_retry: RetryNotice | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
         adapter: StreamAdapter | None = None,
     ) -> None:
-        self.request = request
-        self.settings = settings
-        self.reader = StreamReader(
-            adapter or BigdataAdapter(), max_line_chars=settings.max_line_chars
-        )
-        self._on_retry = on_retry
-        self._transport = transport
+        super().__init__(request, config, on_retry=on_retry)
+        self.adapter = adapter or BigdataAdapter()
 
-    @property
-    def malformed_lines(self) -> int:
-        return self.reader.malformed_lines
-
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        # Between two chunks: the agent's heartbeats keep a long run alive.
-        timeout = stream_timeout(
-            connect=self.settings.connect_timeout, idle=self.settings.idle_timeout
-        )
-        headers = {"Content-Type": "application/json"}
-        if self.settings.api_key:
-            headers["X-API-KEY"] = self.settings.api_key
-        async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport or http_transport()
-        ) as client:
-            attempts = with_retries(
-                functools.partial(self._attempt, client, headers),
-                max_retries=self.settings.max_retries,
-                backoff_base=self.settings.backoff_base,
-                on_retry=self._on_retry,
-            )
-            async with contextlib.aclosing(attempts):
-                async for event in attempts:
-                    yield event
-
-    def _attempt(
-        self, client: httpx.AsyncClient, headers: dict[str, str]
-    ) -> AsyncIterator[AgentEvent]:
-        """One POST; the retry policy is `with_retries`, shared by every provider's client."""
-        opening = client.stream(
-            "POST",
-            self.settings.url,
-            json=self.request.payload(),
-            headers={**headers, "Accept": "text/event-stream", "Cache-Control": "no-store"},
-        )
-        return response_events(
-            opening,
-            self.reader,
+    def _attempt(self) -> AsyncIterator[AgentEvent]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Cache-Control": "no-store",
+        }
+        if self.config.api_key:
+            headers["X-API-KEY"] = self.config.api_key
+        return posted_events(
+            self.config.url,
+            self.request.payload(),
+            headers,
+            self._reader(self.adapter),
             refuse=self._refusal,
             agent="the research agent",
-            host=host_of(self.settings.url),
-            timeouts=self.settings,
+            timeouts=self.config,
         )
 
     def _refusal(self, response: httpx.Response) -> Exception:
-        error = _http_error(response, self.request, self.settings.api_key)
+        error = _http_error(response, self.request, self.config.api_key)
         return refusal(error, response.headers)
 
 

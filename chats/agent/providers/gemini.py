@@ -36,12 +36,11 @@ from chats.agent.events import (
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     TRANSPORT_ERRORS,
-    RetryNotice,
+    RetryingClient,
     refusal,
     transport_failure,
-    with_retries,
 )
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
+from chats.agent.sse import StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
@@ -391,7 +390,7 @@ def _turn_contents(turn: ConversationTurn) -> list[dict[str, Any]]:
     return contents
 
 
-class GeminiClient:
+class GeminiClient(RetryingClient):
     """One streamed, search-grounded answer from Gemini through the official google-genai SDK.
 
     The SDK is given our own httpx client, so that connect and idle timeouts, TLS and errors are
@@ -399,31 +398,15 @@ class GeminiClient:
     first event.
     """
 
-    def __init__(
-        self,
-        request: ProviderRequest,
-        config: ProviderConfig,
-        *,
-        on_retry: RetryNotice | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.request = request
-        self.config = config
-        self.malformed_lines = 0
-        self._on_retry = on_retry
-        self._transport = transport
-
-    def events(self) -> AsyncIterator[AgentEvent]:
-        return with_retries(
-            self._attempt, max_retries=self.config.max_retries, on_retry=self._on_retry
-        )
+    request: ProviderRequest
+    config: ProviderConfig
 
     async def _attempt(self) -> AsyncIterator[AgentEvent]:
         genai, errors, types = await asyncio.to_thread(load_sdk)
 
         timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
-        reader = StreamReader(GeminiAdapter(), max_line_chars=_max_line_chars())
-        transport = _WireTap(self._transport or http_transport(), timeout, reader)
+        reader = self._reader(GeminiAdapter())
+        transport = _WireTap(http_transport(), timeout, reader)
         async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
             client = genai.Client(
                 api_key=self.config.api_key,
@@ -463,8 +446,6 @@ class GeminiClient:
             except TRANSPORT_ERRORS as error:
                 host = host_of(self.config.base_url or DEFAULT_BASE_URL)
                 raise transport_failure(error, started, "Gemini", host, self.config) from None
-            finally:
-                self.malformed_lines = reader.malformed_lines
             for event in [*transport.take(), *reader.close()]:
                 yield event
 
@@ -563,12 +544,6 @@ class _TeeStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-def _max_line_chars() -> int:
-    from django.conf import settings
-
-    return getattr(settings, "AGENT_MAX_LINE_BYTES", DEFAULT_MAX_LINE_CHARS)
 
 
 def response_document(response: Any) -> dict[str, Any]:

@@ -159,6 +159,16 @@ async def test_never_retries_once_events_have_started(upstream):
     assert len(upstream.requests) == 1
 
 
+async def test_a_retry_reads_its_body_afresh_after_one_cut_mid_line(upstream):
+    cut = Reply(body=['data: {"chat_id": "c1", "message": {"type": "ANSW', Drop()])
+    upstream.queue(cut, Reply.events(*answer_stream("whole")))
+    stream = make_stream(upstream.url)
+    transcript = await collect(stream)
+    assert transcript.answer == "whole"
+    assert stream.malformed_lines == 0  # the cut line did not run into the retry's first one
+    assert len(upstream.requests) == 2
+
+
 async def test_a_stalled_stream_times_out_with_what_arrived(upstream):
     upstream.queue(
         Reply(body=[Reply.events({"type": "ANSWER", "content": "partial"}).body[0], Stall()])

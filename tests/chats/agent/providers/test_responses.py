@@ -299,6 +299,7 @@ def standin():
 
 def client(cls, url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
+    config.setdefault("backoff_base", 0.01)
     return cls(
         request or ProviderRequest(message="What is new at xAI?"),
         ProviderConfig(
@@ -307,7 +308,6 @@ def client(cls, url, request=None, *, notices=None, **config):
         on_retry=(lambda message, delay: _note(notices, message, delay))
         if notices is not None
         else None,
-        backoff_base=0.01,
     )
 
 
