@@ -23,16 +23,8 @@ from typing import Any
 
 import anthropic
 
-from chats.agent.events import (
-    ActionEvent,
-    AgentEvent,
-    AnswerEvent,
-    AuditEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-    ToolErrorEvent,
-)
+from chats.agent import events
+from chats.agent.events import AgentEvent
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import TypedMessagesAdapter
@@ -43,6 +35,7 @@ DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}
 )
 CUT_SHORT = "Anthropic stopped the answer at its output token limit, so it is cut short."
+REFUSED = "Claude declined to answer this request (a safety refusal)."
 MAX_PAUSES = 5  # pause_turn continuations of one answer; past this the answer ends there
 PAUSED_TOO_OFTEN = (
     f"Anthropic paused its web search more than {MAX_PAUSES} times, so the answer is cut short."
@@ -147,7 +140,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
                     if detail
                     else "Anthropic reported an error."
                 )
-                return [ErrorEvent(error=message)]
+                return [events.ErrorEvent(error=message)]
         return []  # ping and future types
 
     def _note_container(self, container: Any) -> None:
@@ -159,19 +152,19 @@ class AnthropicAdapter(TypedMessagesAdapter):
         block = _Block(type=kind, start=self._answer_length, wire=copy.deepcopy(data))
         self._blocks[index] = block
         self._message_blocks[index] = block.wire
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if kind == "text":
             block.has_citations = isinstance(data.get("citations"), list)
             block.citations.extend(c for c in data.get("citations") or () if isinstance(c, dict))
             if isinstance(data.get("text"), str) and data["text"]:
-                events.append(self._text(data["text"]))
+                found.append(self._text(data["text"]))
         elif kind == "server_tool_use":
             block.tool_id = str(data.get("id") or "")
             block.tool_name = str(data.get("name") or "")
             block.input = data.get("input") or None
         elif kind == "web_search_tool_result":
-            events.extend(self._search_result(data))
-        return events
+            found.extend(self._search_result(data))
+        return found
 
     def _block_delta(self, block: _Block, delta: dict[str, Any]) -> list[AgentEvent] | None:
         wire = block.wire
@@ -201,7 +194,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
         if block.type == "text" and block.citations:
             end = self._answer_length
             return [
-                GroundingEvent(
+                events.GroundingEvent(
                     citations=tuple(_citation(c, block.start, end) for c in block.citations)
                 )
             ]
@@ -217,19 +210,21 @@ class AnthropicAdapter(TypedMessagesAdapter):
             if query:
                 self._queries[block.tool_id] = query
             if block.tool_name and query:
-                return [ActionEvent(tool_name=block.tool_name, tool_arguments={"query": query})]
+                return [
+                    events.ActionEvent(tool_name=block.tool_name, tool_arguments={"query": query})
+                ]
         return []
 
-    def _text(self, text: str) -> AnswerEvent:
+    def _text(self, text: str) -> events.AnswerEvent:
         self._answer_length += len(text)
-        return AnswerEvent(content=text)
+        return events.AnswerEvent(content=text)
 
     def _search_result(self, data: dict[str, Any]) -> list[AgentEvent]:
         tool_id = str(data.get("tool_use_id") or "")
         content = data.get("content")
         if isinstance(content, dict):  # web_search_tool_result_error
-            code = one_line(content.get("error_code")) or "error"
-            return [ToolErrorEvent(tool_name="web_search", error=f"Web search failed: {code}")]
+            error = f"Web search failed: {one_line(content.get('error_code')) or 'error'}"
+            return [events.ToolErrorEvent(tool_name="web_search", error=error)]
         results = tuple(
             _web_source(r.get("url"), r.get("title"), _page_date(r.get("page_age")), r)
             for r in content or ()
@@ -242,7 +237,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
             results=tuple(r for r in results if r is not None),
             data=data,
         )
-        return [AuditEvent(tool_calls=(call,))]
+        return [events.AuditEvent(tool_calls=(call,))]
 
     def _pause(self) -> list[AgentEvent]:
         """The message paused mid-search: keep its content and usage for the continuation."""
@@ -261,11 +256,11 @@ class AnthropicAdapter(TypedMessagesAdapter):
         self._finished = True
         self.paused = False
         if self._stop_reason == "pause_turn":
-            return [ErrorEvent(error=PAUSED_TOO_OFTEN)]
+            return [events.ErrorEvent(error=PAUSED_TOO_OFTEN)]
         if self._stop_reason == "refusal":
-            return [ErrorEvent(error="Claude declined to answer this request (a safety refusal).")]
+            return [events.ErrorEvent(error=REFUSED)]
         if self._stop_reason == "max_tokens":
-            return [ErrorEvent(error=CUT_SHORT)]
+            return [events.ErrorEvent(error=CUT_SHORT)]
         usage = {
             name: self._usage_before.get(name, 0) + _count(self._usage.get(name))
             for name in USAGE_COUNTS
@@ -283,7 +278,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
             else ()
         )
         # No checkpoint: Anthropic keeps no conversation, so a follow-up sends the history.
-        return [CompleteEvent(consumption=consumption)]
+        return [events.CompleteEvent(consumption=consumption)]
 
 
 def _citation(data: dict[str, Any], start: int, end: int) -> Citation:

@@ -19,15 +19,9 @@ from typing import Any
 
 import httpx
 
+from chats.agent import events
 from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
-from chats.agent.events import (
-    SKIPPED,
-    AgentEvent,
-    AuditEvent,
-    GroundingEvent,
-    UnknownEvent,
-    event_from_fields,
-)
+from chats.agent.events import AgentEvent
 from chats.agent.providers.attempts import RetryingClient, RetryNotice, posted_events, refusal
 from chats.agent.providers.json_values import as_dict
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamMessage
@@ -74,18 +68,20 @@ def event_from_message(
         return None
     if kind == "AUDIT":
         traces = [t for t in _list(message.get("audit_traces")) if isinstance(t, dict)]
-        return AuditEvent(tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw)
+        return events.AuditEvent(
+            tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw
+        )
     if kind == "GROUNDING":
         references = message.get("references")
         references = references if isinstance(references, list) else []
-        return GroundingEvent(
+        return events.GroundingEvent(
             citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
         )
-    if kind == SKIPPED:  # our reader's own type: an agent cannot send it
+    if kind == events.SKIPPED:  # our reader's own type: an agent cannot send it
         payload = {k: v for k, v in message.items() if k != "type"}
-        return UnknownEvent(type=kind, payload=payload, chat_id=chat_id, raw=raw)
+        return events.UnknownEvent(type=kind, payload=payload, chat_id=chat_id, raw=raw)
     # The envelope's conversation id, not any the message carries (UnknownEvent drops it).
-    return event_from_fields(message, chat_id=chat_id, raw=raw)
+    return events.event_from_fields(message, chat_id=chat_id, raw=raw)
 
 
 # --- GROUNDING references -------------------------------------------------------------------

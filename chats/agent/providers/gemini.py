@@ -23,16 +23,9 @@ from typing import Any
 import httpx
 import pydantic
 
+from chats.agent import events
 from chats.agent._http import Upstream, host_of, http_transport, redact, refused, stream_timeout
-from chats.agent.events import (
-    ActionEvent,
-    AgentEvent,
-    AnswerEvent,
-    AuditEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-)
+from chats.agent.events import AgentEvent
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     TRANSPORT_ERRORS,
@@ -100,10 +93,10 @@ class GeminiAdapter:
         document, raw = message.document, message.text
         if isinstance(document.get("error"), dict):  # an error sent mid-stream
             self._failed = True
-            return [ErrorEvent(error=_error_event_message(document["error"]), raw=raw)]
+            return [events.ErrorEvent(error=_error_event_message(document["error"]), raw=raw)]
         if not any(k in document for k in ("candidates", "promptFeedback", "usageMetadata")):
             return None
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if isinstance(document.get("usageMetadata"), dict):
             self._usage = document["usageMetadata"]  # cumulative: the last one is the total
         if isinstance(document.get("modelVersion"), str):
@@ -112,36 +105,36 @@ class GeminiAdapter:
         text = _answer_text(candidate)
         if text:
             self._answer.append(text)
-            events.append(AnswerEvent(content=text, raw=raw))
+            found.append(events.AnswerEvent(content=text, raw=raw))
         metadata = candidate.get("groundingMetadata")
         if isinstance(metadata, dict):
-            events.extend(self._merge_metadata(metadata, raw))
+            found.extend(self._merge_metadata(metadata, raw))
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason:
             self._finish_reason = reason
             if reason not in FINISHED and not self._failed:
                 self._failed = True
                 message_text = STOP_MESSAGES.get(reason, f"Gemini stopped this answer ({reason}).")
-                events.append(ErrorEvent(error=message_text, raw=raw))
+                found.append(events.ErrorEvent(error=message_text, raw=raw))
         feedback = document.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if isinstance(block, str) and block and not self._failed:
             self._failed = True
-            events.append(
-                ErrorEvent(
+            found.append(
+                events.ErrorEvent(
                     error=PROMPT_BLOCK_MESSAGES.get(
                         block, f"Gemini refused this question ({block})."
                     ),
                     raw=raw,
                 )
             )
-        return events
+        return found
 
     def close(self) -> list[AgentEvent]:
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if self._queries:
-            events.append(
-                AuditEvent(
+            found.append(
+                events.AuditEvent(
                     tool_calls=tuple(
                         ToolCall(
                             tool_id=f"{WEB_SEARCH}-{n}",
@@ -155,10 +148,10 @@ class GeminiAdapter:
             )
         citations = self._citations()
         if citations:
-            events.append(GroundingEvent(citations=tuple(citations)))
+            found.append(events.GroundingEvent(citations=tuple(citations)))
         if self._finish_reason and not self._failed:
-            events.append(CompleteEvent(consumption=self._consumption()))
-        return events
+            found.append(events.CompleteEvent(consumption=self._consumption()))
+        return found
 
     # --- grounding ------------------------------------------------------------------------
 
@@ -168,12 +161,14 @@ class GeminiAdapter:
         A chunk's supports index that chunk's own `groundingChunks` when it sends some, else
         every chunk received so far (metadata split across chunks).
         """
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         for query in _list(metadata.get("webSearchQueries")):
             if isinstance(query, str) and query.strip() and query not in self._queries:
                 self._queries.append(query)
-                events.append(
-                    ActionEvent(tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw)
+                found.append(
+                    events.ActionEvent(
+                        tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw
+                    )
                 )
         chunks = [c if isinstance(c, dict) else {} for c in _list(metadata.get("groundingChunks"))]
         self._sources.extend(chunks)
@@ -181,7 +176,7 @@ class GeminiAdapter:
         for support in _list(metadata.get("groundingSupports")):
             if isinstance(support, dict):
                 self._supports.append((support, indexable))
-        return events
+        return found
 
     def _citations(self) -> list[Citation]:
         answer = "".join(self._answer)
@@ -513,8 +508,8 @@ class _WireTap(_FixedTimeouts):
 
     def take(self) -> list[AgentEvent]:
         """The events read since the last call."""
-        events, self._events = self._events, []
-        return events
+        taken, self._events = self._events, []
+        return taken
 
     async def drain(self) -> None:
         """Read the rest of the body ourselves (the SDK stopped reading it)."""

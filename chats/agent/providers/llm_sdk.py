@@ -16,15 +16,9 @@ from typing import Any
 
 import httpx
 
+from chats.agent import events
 from chats.agent._http import Upstream, error_detail, redact, refused
-from chats.agent.events import (
-    AgentEvent,
-    AnswerEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-    ThinkingEvent,
-)
+from chats.agent.events import AgentEvent
 from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import RetryingClient, posted_events, refusal
 from chats.agent.sse import StreamMessage
@@ -71,19 +65,19 @@ class LlmSdkAdapter:
         document, raw = message.document, message.text
         if "error" in document and "delta" not in document:
             self._failed = True
-            return [ErrorEvent(error=_error_message(document["error"]), raw=raw)]
+            return [events.ErrorEvent(error=_error_message(document["error"]), raw=raw)]
         if "delta" not in document and "usage" not in document:
             return None
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         delta = document.get("delta")
         if isinstance(delta, dict):
-            events.extend(self._delta(delta, raw))
+            found.extend(self._delta(delta, raw))
         usage = document.get("usage")
         if isinstance(usage, dict):
             for name, value in usage.items():  # summed, as the accumulator does
                 if isinstance(value, int) and not isinstance(value, bool):
                     self._usage[name] = self._usage.get(name, 0) + value
-        return events
+        return found
 
     def _delta(self, delta: dict[str, Any], raw: str) -> list[AgentEvent]:
         index, part = delta.get("index"), delta.get("part")
@@ -96,7 +90,7 @@ class LlmSdkAdapter:
             return []
         text = part.get("text") if isinstance(part.get("text"), str) else ""
         if kind == "reasoning":
-            return [ThinkingEvent(content=text, raw=raw)] if text else []
+            return [events.ThinkingEvent(content=text, raw=raw)] if text else []
         if kind != "text":
             return []  # tool calls, images, audio: not part of the answer
         state = self._parts.setdefault(index, _TextPart())
@@ -112,21 +106,21 @@ class LlmSdkAdapter:
             state.runs.append([self._answer_length, end])
         self._answer_length = end
         self._last_text_index = index
-        return [AnswerEvent(content=text, raw=raw)]
+        return [events.AnswerEvent(content=text, raw=raw)]
 
     def close(self) -> list[AgentEvent]:
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         citations = [
             citation
             for index in sorted(self._parts)
             for citation in _part_citations(index, self._parts[index])
         ]
         if citations:
-            events.append(GroundingEvent(citations=tuple(citations)))
+            found.append(events.GroundingEvent(citations=tuple(citations)))
         if not self._failed:
             consumption = ({"type": self.model or "llm-sdk", **self._usage},) if self._usage else ()
-            events.append(CompleteEvent(consumption=consumption))
-        return events
+            found.append(events.CompleteEvent(consumption=consumption))
+        return found
 
 
 def _part_citations(index: int, part: _TextPart) -> list[Citation]:

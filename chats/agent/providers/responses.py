@@ -24,15 +24,8 @@ from typing import Any
 
 import openai
 
-from chats.agent.events import (
-    ActionEvent,
-    AgentEvent,
-    AnswerEvent,
-    AuditEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-)
+from chats.agent import events
+from chats.agent.events import AgentEvent
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import TypedMessagesAdapter
@@ -193,10 +186,10 @@ class ResponsesAdapter(TypedMessagesAdapter):
         """A stream that ends without `response.completed` was cut: show what was final."""
         if self._finished:
             return []
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         for part in self._parts.values():
-            events.extend(self._advance(part, final=True))
-        return events
+            found.extend(self._advance(part, final=True))
+        return found
 
     # --- text and links ---
 
@@ -232,9 +225,9 @@ class ResponsesAdapter(TypedMessagesAdapter):
             index = start + 1
         part.pending, part.done = text[index:], base + index
         content = "".join(pieces)
-        events: list[AgentEvent] = [AnswerEvent(content=content)] if content else []
-        events.extend(self._annotate_waiting())
-        return events
+        found: list[AgentEvent] = [events.AnswerEvent(content=content)] if content else []
+        found.extend(self._annotate_waiting())
+        return found
 
     def _keep(self, part: _Part, text: str, base: int, start: int, end: int) -> str:
         """Emit `text[start:end]` (raw offsets `base + start`...) as answer text."""
@@ -301,7 +294,7 @@ class ResponsesAdapter(TypedMessagesAdapter):
                 continue
             citations.append(self._citation(part, annotation))
         self._waiting = still_waiting
-        return [GroundingEvent(citations=tuple(citations))] if citations else []
+        return [events.GroundingEvent(citations=tuple(citations))] if citations else []
 
     def _citation(self, part: _Part | None, annotation: dict[str, Any]) -> Citation:
         start, end = annotation.get("start_index"), annotation.get("end_index")
@@ -366,10 +359,10 @@ class ResponsesAdapter(TypedMessagesAdapter):
         action = as_dict(item.get("action"))
         query = one_line(action.get("query")) or _query_from_arguments(item.get("arguments"))
         item_id = str(item.get("id") or "")
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if query and item_id not in self._searches_announced:
             self._searches_announced.add(item_id)
-            events.append(ActionEvent(tool_name=tool_name, tool_arguments={"query": query}))
+            found.append(events.ActionEvent(tool_name=tool_name, tool_arguments={"query": query}))
         sources = action.get("sources")
         if kind == "response.output_item.done" and isinstance(sources, list) and sources:
             results = tuple(
@@ -381,11 +374,11 @@ class ResponsesAdapter(TypedMessagesAdapter):
             call = ToolCall(
                 tool_id=item_id, kind=tool_name, title=query, results=results, data=item
             )
-            events.append(AuditEvent(tool_calls=(call,)))
-        return events
+            found.append(events.AuditEvent(tool_calls=(call,)))
+        return found
 
     def _complete(self, response: dict[str, Any]) -> list[AgentEvent]:
-        events = self._wrap_up(response)
+        found = self._wrap_up(response)
         usage = as_dict(response.get("usage"))
         consumption = ()
         if usage:
@@ -398,45 +391,44 @@ class ResponsesAdapter(TypedMessagesAdapter):
                     "cached_tokens": details.get("cached_tokens", 0),
                 },
             )
-        events.append(
-            CompleteEvent(checkpoint_id=str(response.get("id") or ""), consumption=consumption)
-        )
-        return events
+        checkpoint_id = str(response.get("id") or "")
+        found.append(events.CompleteEvent(checkpoint_id=checkpoint_id, consumption=consumption))
+        return found
 
     def _wrap_up(self, response: dict[str, Any]) -> list[AgentEvent]:
         """End of the response: decide held-back text, cite the final annotations and links."""
         self._finished = True
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         for part in self._parts.values():
-            events.extend(self._advance(part, final=True))
+            found.extend(self._advance(part, final=True))
         for output_index, item in enumerate(response.get("output") or ()):
             if isinstance(item, dict) and item.get("type") == "message":
                 for content_index, content in enumerate(item.get("content") or ()):
                     for annotation in as_dict(content).get("annotations") or ():
                         if isinstance(annotation, dict):
-                            events.extend(self._annotate((output_index, content_index), annotation))
-        events.extend(self._annotate_waiting(final=True))
+                            found.extend(self._annotate((output_index, content_index), annotation))
+        found.extend(self._annotate_waiting(final=True))
         if uncited := self._uncited_links():
-            events.append(GroundingEvent(citations=tuple(uncited)))
+            found.append(events.GroundingEvent(citations=tuple(uncited)))
         consulted = response.get("citations")  # xAI: every URL the agent looked at
         if isinstance(consulted, list) and consulted:
             results = tuple(s for url in consulted if (s := self._source(url, None)) is not None)
             call = ToolCall(
                 tool_id="citations", kind="search", title="Sources consulted", results=results
             )
-            events.append(AuditEvent(tool_calls=(call,)))
-        return events
+            found.append(events.AuditEvent(tool_calls=(call,)))
+        return found
 
     def _finish_with_error(self, response: dict[str, Any], message: str) -> list[AgentEvent]:
-        events = self._wrap_up(response)
-        events.append(ErrorEvent(error=message))
-        return events
+        found = self._wrap_up(response)
+        found.append(events.ErrorEvent(error=message))
+        return found
 
     def _fail(self, message: str) -> list[AgentEvent]:
-        events = self.close()
+        found = self.close()
         self._finished = True
-        events.append(ErrorEvent(error=message))
-        return events
+        found.append(events.ErrorEvent(error=message))
+        return found
 
     def _error_message(self, error: dict[str, Any]) -> str:
         """Read OpenAI's flat `{code, message}`, a nested `{"error": {...}}`, or xAI's
