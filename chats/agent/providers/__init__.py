@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from chats.agent import AgentError
 from chats.agent.events import AgentEvent
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationTurn:
+class ConversationTurn(NamedTuple):
     """One earlier question and its answer on the branch, for providers without checkpoints."""
 
     question: str

@@ -452,13 +452,8 @@ def _file_source(annotation: dict[str, Any]) -> SourceDocument | None:
     key = bounded_key("file", file_id) or bounded_key("file", filename)
     if key is None:
         return None
-    return SourceDocument(
-        key=key,
-        type="DOCUMENT",
-        name=filename or one_line(file_id) or "File",
-        headline=filename,
-        data=annotation,
-    )
+    name = filename or one_line(file_id) or "File"
+    return SourceDocument(key=key, type="DOCUMENT", name=name, headline=filename, data=annotation)
 
 
 def _incomplete_message(provider: str, reason: Any) -> str:
