@@ -57,7 +57,7 @@ async def read_site(url: str, text: str) -> int:
 async def read_aiohttp(url: str, text: str, session) -> int:
     import aiohttp
 
-    from chats.agent.client import AgentRequest
+    from chats.agent.providers.bigdata import AgentRequest
 
     events = 0
     timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
@@ -93,7 +93,7 @@ class Counting(asyncio.Protocol):
 async def read_protocol(url: str, text: str) -> int:
     from urllib.parse import urlsplit
 
-    from chats.agent.client import AgentRequest
+    from chats.agent.providers.bigdata import AgentRequest
 
     loop = asyncio.get_running_loop()
     parts = urlsplit(url)

@@ -190,7 +190,7 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
 
     from chats.agent import http_transport, stream_timeout
     from chats.agent.aiohttp_transport import aiter_text
-    from chats.agent.client import AgentRequest
+    from chats.agent.providers.bigdata import AgentRequest
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
     headers = {"Content-Type": "application/json"}

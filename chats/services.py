@@ -13,7 +13,6 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from chats.agent.client import AgentRequest
 from chats.agent.options import QuestionOptions, request_fields
 from chats.agent.providers import (
     BIGDATA,
@@ -22,6 +21,7 @@ from chats.agent.providers import (
     agent_choices,
     default_agent,
 )
+from chats.agent.providers.bigdata import AgentRequest
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.answer.charts import charts_for_turn

@@ -4,9 +4,10 @@ What it offers the rest of the site:
 
 - **Opening a turn's stream**: `chats.agent.providers.open_stream` opens the chat's agent for one
   question and yields typed events; `agent_choices`, `default_agent` and `agent_label` say which
-  agents are offered. The Research Agent's request (`AgentRequest`, its continuity fields) and
-  client (`AgentStream`) are in `chats.agent.client`; each other provider has a module in
-  `chats.agent.providers` (an adapter for its stream, a client over its official SDK).
+  agents are offered. Each provider has a module in `chats.agent.providers`: an adapter for its
+  stream and a client, over its official SDK where one exists. The Research Agent's request
+  (`AgentRequest`, its continuity fields) and client (`AgentStream`) are in
+  `chats.agent.providers.bigdata`.
 - **Typed events** (`chats.agent.events`): every provider's stream becomes the same events, and
   GROUNDING becomes `citations.references.Citation`s. Nothing past this package reads a
   provider's JSON. `chats.agent.transcript.Transcript` folds events into an answer.

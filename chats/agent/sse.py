@@ -14,6 +14,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
 
 import orjson
@@ -69,17 +70,16 @@ def json_document(text: str) -> Any:
 
 # A tuple: one is built per line, in a third of a frozen dataclass's time.
 class StreamMessage(NamedTuple):
-    """One `data:` line, decoded: the `event:` name before it (or ""), its JSON and its text."""
+    """One `data:` line, decoded: the `event:` name before it (or ""), its JSON object and its
+    text. Every provider's message is an object: the reader skips any other JSON."""
 
     event: str
-    document: Any
+    document: dict[str, Any]
     text: str
 
     @property
     def kind(self) -> str | None:
         """The message's type: its JSON `type`, else its `event:` name; None for neither."""
-        if not isinstance(self.document, dict):
-            return None
         kind = self.document.get("type") or self.event
         return kind if isinstance(kind, str) and kind else None
 
@@ -92,6 +92,36 @@ class StreamAdapter(Protocol):
 
     def close(self) -> Iterable[AgentEvent]:
         """Return what the end of the stream completes (held-back text, merged citations)."""
+
+
+class TypedMessagesAdapter:
+    """A `StreamAdapter` for a wire whose every message names its type (`StreamMessage.kind`) up
+    to the one that ends the response: OpenAI's and xAI's Responses API, Anthropic's Messages
+    API. A message without a type is not of this stream, nothing after the end is read, and each
+    event keeps the wire line it came from. A subclass reads one message in `_read` and sets
+    `_finished` at the end."""
+
+    _finished = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the response completed or failed: a stream that ends before was cut."""
+        return self._finished
+
+    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
+        kind = message.kind
+        if kind is None:
+            return None
+        if self._finished:
+            return []
+        events = self._read(kind, message.document)
+        if events is None:
+            return None
+        return [replace(event, raw=message.text) for event in events]
+
+    def _read(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
+        """Return the events of one message, or None when it is not a message of this stream."""
+        raise NotImplementedError
 
 
 def skipped_notice(head: str, size_bytes: int) -> str:
@@ -256,9 +286,15 @@ class EventParser:
             document = json_document(text)
         except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
             return self._skip(text, "not JSON")
-        events = self.adapter.feed(StreamMessage(event=event, document=document, text=text))
+        if not isinstance(document, dict):
+            return self._skip(text, "not a JSON object")
+        return self.feed_message(StreamMessage(event=event, document=document, text=text))
+
+    def feed_message(self, message: StreamMessage) -> list[AgentEvent]:
+        """Return the events of one decoded message (an SDK decodes its stream itself)."""
+        events = self.adapter.feed(message)
         if events is None:
-            return self._skip(text, "not a message of this stream")
+            return self._skip(message.text, "not a message of this stream")
         return events if type(events) is list else list(events)
 
     def close(self) -> list[AgentEvent]:

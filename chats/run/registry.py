@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from chats.agent.client import AgentRequest
+from chats.agent.providers.bigdata import AgentRequest
 from chats.library.search import get_search_index_queue
 from chats.live.protocol import control_group, publish, turn_stop
 from chats.log_context import bind_log_context, shared_task

@@ -15,9 +15,10 @@ from typing import Any
 
 from django.conf import settings
 
-from chats.agent.client import AgentError, AgentRequest
+from chats.agent import AgentError
 from chats.agent.events import AgentEvent, AnswerEvent, ChartEvent
 from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
+from chats.agent.providers.bigdata import AgentRequest
 from chats.agent.redaction import StreamRedaction
 from chats.agent.transcript import Transcript
 from chats.answer import display

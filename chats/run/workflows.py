@@ -21,10 +21,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from chats.agent.client import AgentError, AgentStream
+from chats.agent import AgentError
 from chats.agent.events import AgentEvent
 from chats.agent.providers import BIGDATA, bigdata_settings
-from chats.agent.providers.bigdata import BigdataAdapter
+from chats.agent.providers.bigdata import AgentStream, BigdataAdapter
 from chats.agent.sse import StreamMessage
 from chats.answer import display
 from chats.errors import TurnStartError

@@ -2,9 +2,8 @@
 
 Each provider has one module here with an adapter (its wire format → typed events, see
 `chats.agent.sse.StreamAdapter`) and a client that calls it, with the provider's official SDK
-where one exists. The Bigdata Research Agent's adapter and client live in
-`chats.agent.providers.bigdata` and `chats.agent.client`. `render_stream --provider NAME`
-reads a saved body with the adapter.
+where one exists; the Bigdata Research Agent's is `chats.agent.providers.bigdata`.
+`render_stream --provider NAME` reads a saved body with the adapter.
 """
 
 from __future__ import annotations
@@ -12,14 +11,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from chats.agent import AgentError
 from chats.agent.events import AgentEvent
-from chats.agent.sse import StreamAdapter
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationTurn:
+class ConversationTurn(NamedTuple):
     """One earlier question and its answer on the branch, for providers without checkpoints."""
 
     question: str
@@ -47,6 +46,8 @@ class ProviderConfig:
     connect_timeout: float = 10.0
     idle_timeout: float = 120.0
     max_retries: int = 3
+    backoff_base: float = 0.5
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
 
 
 class ProviderStream(Protocol):
@@ -124,6 +125,7 @@ class Provider:
             connect_timeout=settings.AGENT_CONNECT_TIMEOUT,
             idle_timeout=settings.AGENT_IDLE_TIMEOUT,
             max_retries=settings.AGENT_MAX_RETRIES,
+            max_line_chars=settings.AGENT_MAX_LINE_BYTES,
         )
 
 
@@ -190,7 +192,7 @@ def open_stream(
     """Return the run of `request` against `agent` (an AgentRequest for the Research Agent,
     a ProviderRequest for the others)."""
     if agent == BIGDATA:
-        from chats.agent.client import AgentStream
+        from chats.agent.providers.bigdata import AgentStream
 
         return AgentStream(request, bigdata_settings(), on_retry=on_retry)
     provider = PROVIDERS.get(agent)
@@ -210,8 +212,6 @@ class _Unconfigured:
         self.label = label
 
     async def events(self) -> AsyncIterator[AgentEvent]:
-        from chats.agent.client import AgentError
-
         raise AgentError(
             f"{self.label} is not configured on this site any more, so this chat cannot"
             " continue. Start a new chat with another agent.",
@@ -224,7 +224,7 @@ def bigdata_settings():
     """Return the Research Agent's connection settings (the demo's token when no key is set)."""
     from django.conf import settings
 
-    from chats.agent.client import AgentSettings
+    from chats.agent.providers.bigdata import AgentSettings
 
     return AgentSettings(
         url=settings.RESEARCH_AGENT_URL,

@@ -17,25 +17,17 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 import anthropic
 
-from chats.agent.events import (
-    ActionEvent,
-    AgentEvent,
-    AnswerEvent,
-    AuditEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-    ToolErrorEvent,
-)
+from chats.agent import events
+from chats.agent.events import AgentEvent
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, Passage, SourceDocument, ToolCall, web_source
 from citations.sources import bounded_key, date_from_value, one_line
 
@@ -43,6 +35,7 @@ DOCUMENT_LOCATIONS = frozenset(
     {"char_location", "page_location", "content_block_location", "search_result_location"}
 )
 CUT_SHORT = "Anthropic stopped the answer at its output token limit, so it is cut short."
+REFUSED = "Claude declined to answer this request (a safety refusal)."
 MAX_PAUSES = 5  # pause_turn continuations of one answer; past this the answer ends there
 PAUSED_TOO_OFTEN = (
     f"Anthropic paused its web search more than {MAX_PAUSES} times, so the answer is cut short."
@@ -70,7 +63,7 @@ class _Block:
     wire: dict[str, Any] = field(default_factory=dict)  # the block as sent back on a pause
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(TypedMessagesAdapter):
     """One Messages API response."""
 
     def __init__(self) -> None:
@@ -81,18 +74,12 @@ class AnthropicAdapter:
         self._model = ""
         self._usage: dict[str, Any] = {}
         self._stop_reason = ""
-        self._finished = False
         self._content: list[dict[str, Any]] = []  # the answer's blocks so far, as on the wire
         self._message_blocks: dict[int, dict[str, Any]] = {}  # this message's, by index
         self._usage_before: dict[str, int] = {}  # the paused messages' token counts
         self.pauses = 0
         self.paused = False
         self.container_id = ""  # a container tool's, to reuse when continuing
-
-    @property
-    def finished(self) -> bool:
-        """True once the message stopped or failed: a stream that ends before was cut."""
-        return self._finished
 
     @property
     def paused_content(self) -> list[dict[str, Any]]:
@@ -107,21 +94,10 @@ class AnthropicAdapter:
             content[-1]["text"] = str(content[-1].get("text") or "").rstrip()
         return content
 
-    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        kind, document = message.kind, message.document
-        if kind is None:
-            return None
-        if self._finished:
-            return []
-        events = self._events(kind, document)
-        if events is None:
-            return None
-        return [replace(event, raw=message.text) for event in events]
-
     def close(self) -> list[AgentEvent]:
         return []  # text is emitted as it arrives; a stream without message_stop was cut
 
-    def _events(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
+    def _read(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
         match kind:
             case "message_start":
                 self.paused = False
@@ -164,7 +140,7 @@ class AnthropicAdapter:
                     if detail
                     else "Anthropic reported an error."
                 )
-                return [ErrorEvent(error=message)]
+                return [events.ErrorEvent(error=message)]
         return []  # ping and future types
 
     def _note_container(self, container: Any) -> None:
@@ -176,19 +152,19 @@ class AnthropicAdapter:
         block = _Block(type=kind, start=self._answer_length, wire=copy.deepcopy(data))
         self._blocks[index] = block
         self._message_blocks[index] = block.wire
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if kind == "text":
             block.has_citations = isinstance(data.get("citations"), list)
             block.citations.extend(c for c in data.get("citations") or () if isinstance(c, dict))
             if isinstance(data.get("text"), str) and data["text"]:
-                events.append(self._text(data["text"]))
+                found.append(self._text(data["text"]))
         elif kind == "server_tool_use":
             block.tool_id = str(data.get("id") or "")
             block.tool_name = str(data.get("name") or "")
             block.input = data.get("input") or None
         elif kind == "web_search_tool_result":
-            events.extend(self._search_result(data))
-        return events
+            found.extend(self._search_result(data))
+        return found
 
     def _block_delta(self, block: _Block, delta: dict[str, Any]) -> list[AgentEvent] | None:
         wire = block.wire
@@ -218,7 +194,7 @@ class AnthropicAdapter:
         if block.type == "text" and block.citations:
             end = self._answer_length
             return [
-                GroundingEvent(
+                events.GroundingEvent(
                     citations=tuple(_citation(c, block.start, end) for c in block.citations)
                 )
             ]
@@ -234,19 +210,21 @@ class AnthropicAdapter:
             if query:
                 self._queries[block.tool_id] = query
             if block.tool_name and query:
-                return [ActionEvent(tool_name=block.tool_name, tool_arguments={"query": query})]
+                return [
+                    events.ActionEvent(tool_name=block.tool_name, tool_arguments={"query": query})
+                ]
         return []
 
-    def _text(self, text: str) -> AnswerEvent:
+    def _text(self, text: str) -> events.AnswerEvent:
         self._answer_length += len(text)
-        return AnswerEvent(content=text)
+        return events.AnswerEvent(content=text)
 
     def _search_result(self, data: dict[str, Any]) -> list[AgentEvent]:
         tool_id = str(data.get("tool_use_id") or "")
         content = data.get("content")
         if isinstance(content, dict):  # web_search_tool_result_error
-            code = one_line(content.get("error_code")) or "error"
-            return [ToolErrorEvent(tool_name="web_search", error=f"Web search failed: {code}")]
+            error = f"Web search failed: {one_line(content.get('error_code')) or 'error'}"
+            return [events.ToolErrorEvent(tool_name="web_search", error=error)]
         results = tuple(
             _web_source(r.get("url"), r.get("title"), _page_date(r.get("page_age")), r)
             for r in content or ()
@@ -259,7 +237,7 @@ class AnthropicAdapter:
             results=tuple(r for r in results if r is not None),
             data=data,
         )
-        return [AuditEvent(tool_calls=(call,))]
+        return [events.AuditEvent(tool_calls=(call,))]
 
     def _pause(self) -> list[AgentEvent]:
         """The message paused mid-search: keep its content and usage for the continuation."""
@@ -278,11 +256,11 @@ class AnthropicAdapter:
         self._finished = True
         self.paused = False
         if self._stop_reason == "pause_turn":
-            return [ErrorEvent(error=PAUSED_TOO_OFTEN)]
+            return [events.ErrorEvent(error=PAUSED_TOO_OFTEN)]
         if self._stop_reason == "refusal":
-            return [ErrorEvent(error="Claude declined to answer this request (a safety refusal).")]
+            return [events.ErrorEvent(error=REFUSED)]
         if self._stop_reason == "max_tokens":
-            return [ErrorEvent(error=CUT_SHORT)]
+            return [events.ErrorEvent(error=CUT_SHORT)]
         usage = {
             name: self._usage_before.get(name, 0) + _count(self._usage.get(name))
             for name in USAGE_COUNTS
@@ -300,7 +278,7 @@ class AnthropicAdapter:
             else ()
         )
         # No checkpoint: Anthropic keeps no conversation, so a follow-up sends the history.
-        return [CompleteEvent(consumption=consumption)]
+        return [events.CompleteEvent(consumption=consumption)]
 
 
 def _citation(data: dict[str, Any], start: int, end: int) -> Citation:

@@ -3,7 +3,7 @@
 HTTP errors only happen before the first event, so that is the only time a call is repeated
 (429, 5xx, connection failures), honouring Retry-After and otherwise backing off exponentially,
 and the page is told through `on_retry`. Once events have flowed a failure ends the run:
-replaying the request would bill and answer twice.
+replaying the request would bill and answer twice. Every client is a `RetryingClient`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ import email.utils
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
-from chats.agent._http import AgentError
+from chats.agent._http import AgentError, host_of, http_transport, stream_timeout
 from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.events import AgentEvent
-from chats.agent.sse import StreamReader, aiter_events
+from chats.agent.sse import StreamAdapter, StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +112,56 @@ class Timeouts(Protocol):
     idle_timeout: float
 
 
+class ClientSettings(Timeouts, Protocol):
+    """What every client reads of its settings: AgentSettings and ProviderConfig both have it."""
+
+    max_retries: int
+    backoff_base: float  # the first retry's delay in seconds, doubled for each next one
+    max_line_chars: int  # AGENT_MAX_LINE_BYTES: a longer line of the answer is skipped
+
+
+class RetryingClient:
+    """One question to a provider: `_attempt()` asks it once and yields the events of the
+    answer, and `events()` asks again, by the policy above, while an attempt fails before its
+    first event; `on_retry(message, delay)` is awaited before each retry so the page can say
+    what is going on.
+
+    Each attempt reads its answer with a reader of its own (`_reader`), so that a body cut
+    mid-line cannot run into the next one's; `malformed_lines` counts what they all skipped.
+    """
+
+    def __init__(
+        self, request: Any, config: ClientSettings, *, on_retry: RetryNotice | None = None
+    ) -> None:
+        self.request = request
+        self.config = config
+        self._on_retry = on_retry
+        self._readers: list[StreamReader] = []
+
+    @property
+    def malformed_lines(self) -> int:
+        return sum(reader.malformed_lines for reader in self._readers)
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        return with_retries(
+            self._attempt,
+            max_retries=self.config.max_retries,
+            backoff_base=self.config.backoff_base,
+            on_retry=self._on_retry,
+        )
+
+    def _attempt(self) -> AsyncIterator[AgentEvent]:
+        """Ask once: raise RetryableFailure for a failure that may be tried again."""
+        raise NotImplementedError
+
+    def _reader(self, adapter: StreamAdapter, *, json_lines: bool = False) -> StreamReader:
+        reader = StreamReader(
+            adapter, max_line_chars=self.config.max_line_chars, json_lines=json_lines
+        )
+        self._readers.append(reader)
+        return reader
+
+
 def transport_failure(
     error: httpx.TransportError, started: bool, agent: str, host: str, timeouts: Timeouts
 ) -> Exception:
@@ -154,22 +203,28 @@ def refusal(
     return RetryableFailure(error, retry_after_seconds(headers))
 
 
-async def response_events(
-    opening: AbstractAsyncContextManager[httpx.Response],
+async def posted_events(
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
     reader: StreamReader,
     *,
     refuse: Callable[[httpx.Response], Exception],
     agent: str,
-    host: str,
     timeouts: Timeouts,
 ) -> AsyncIterator[AgentEvent]:
-    """The events of one streamed request a client makes with httpx (`opening`: its
-    `client.stream(...)`): a refused request raises `refuse(response)` once its body is read,
-    each line of the body goes through `reader`, and a transport failure is worded by
-    `transport_failure` (retried only before the first event)."""
+    """The events of one POST of a JSON `body` whose answer streams, made with httpx over this
+    event loop's pool (`http_transport`): a refused request raises `refuse(response)` once its
+    body is read, each line of the body goes through `reader`, and a transport failure is
+    worded by `transport_failure` (retried only before the first event). `agent` names the
+    provider mid-sentence ("the research agent")."""
+    timeout = stream_timeout(connect=timeouts.connect_timeout, idle=timeouts.idle_timeout)
     started = False
     try:
-        async with opening as response:
+        async with (
+            httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
+            client.stream("POST", url, json=body, headers=headers) as response,
+        ):
             if response.status_code >= 400:
                 await response.aread()
                 raise refuse(response)
@@ -177,4 +232,4 @@ async def response_events(
                 started = True
                 yield event
     except TRANSPORT_ERRORS as error:
-        raise transport_failure(error, started, agent, host, timeouts) from error
+        raise transport_failure(error, started, agent, host_of(url), timeouts) from error

@@ -1,24 +1,30 @@
-"""The Bigdata Research Agent adapter: its envelopes, messages and GROUNDING shapes → typed events.
+"""The Bigdata Research Agent: its envelopes, messages and GROUNDING shapes → typed events, and
+its client (one POST, one long SSE response).
 
 The one place that reads the Research Agent's JSON (docs/PROTOCOL.md, "Research
-Agent": "Events" and "GROUNDING"). Unknown types become
+Agent": "Request", "Events" and "GROUNDING"). Unknown types become
 `UnknownEvent`, kept and stored, never fatal: the API may add types.
+
+HTTP errors only happen before the first event, so that is the only time the client retries
+(429, 5xx, connection failures), honouring Retry-After. Once events have flowed a failure ends
+the run: replaying a research request would bill and answer twice. That policy is
+`providers.attempts`, which every provider's client shares.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, fields
 from typing import Any
 
-from chats.agent.events import (
-    SKIPPED,
-    AgentEvent,
-    AuditEvent,
-    GroundingEvent,
-    UnknownEvent,
-    event_from_fields,
-)
+import httpx
+
+from chats.agent import events
+from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
+from chats.agent.events import AgentEvent
+from chats.agent.providers.attempts import RetryingClient, RetryNotice, posted_events, refusal
 from chats.agent.providers.json_values import as_dict
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import (
     bounded_key,
@@ -62,18 +68,20 @@ def event_from_message(
         return None
     if kind == "AUDIT":
         traces = [t for t in _list(message.get("audit_traces")) if isinstance(t, dict)]
-        return AuditEvent(tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw)
+        return events.AuditEvent(
+            tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw
+        )
     if kind == "GROUNDING":
         references = message.get("references")
         references = references if isinstance(references, list) else []
-        return GroundingEvent(
+        return events.GroundingEvent(
             citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
         )
-    if kind == SKIPPED:  # our reader's own type: an agent cannot send it
+    if kind == events.SKIPPED:  # our reader's own type: an agent cannot send it
         payload = {k: v for k, v in message.items() if k != "type"}
-        return UnknownEvent(type=kind, payload=payload, chat_id=chat_id, raw=raw)
+        return events.UnknownEvent(type=kind, payload=payload, chat_id=chat_id, raw=raw)
     # The envelope's conversation id, not any the message carries (UnknownEvent drops it).
-    return event_from_fields(message, chat_id=chat_id, raw=raw)
+    return events.event_from_fields(message, chat_id=chat_id, raw=raw)
 
 
 # --- GROUNDING references -------------------------------------------------------------------
@@ -258,3 +266,121 @@ class BigdataAdapter:
 
     def close(self) -> list[AgentEvent]:
         return []
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+RESEARCH_AGENT = Upstream("the research agent", brand="Bigdata", variable="BIGDATA_API_KEY")
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """The request body (docs/PROTOCOL.md, "Request")."""
+
+    message: str
+    research_effort: str = "standard"
+    chat_id: str | None = None
+    from_checkpoint_id: str | None = None
+    persistence_mode: str = "enabled"
+    # Question options (chats/agent/options.py): each sent only when set.
+    model_name: str | None = None
+    expected_output: str | None = None
+    structured_output_schema: dict[str, Any] | None = None
+    tools_configs: dict[str, Any] | None = None
+
+    def payload(self) -> dict[str, Any]:
+        # Not `asdict`, which deep-copies every value (the schema, the tools) only to be encoded.
+        values = ((field.name, getattr(self, field.name)) for field in fields(self))
+        return {name: value for name, value in values if value is not None}
+
+    def entitled_options(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The options this request uses that a key may lack, with words a 403 may name them by."""
+        tools = self.tools_configs or {}
+        used = [
+            ("the pro model", ("pro", "model"), self.model_name == "pro"),
+            ("charts", ("chart", "python", "code"), "python_code_execution" in tools),
+            ("structured output", ("structured", "schema"), bool(self.structured_output_schema)),
+            ("search filters", ("filter", "search", "tools"), "search" in tools),
+            ("expected output", ("expected",), bool(self.expected_output)),
+        ]
+        return [(label, words) for label, words, on in used if on]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    url: str
+    api_key: str = ""
+    connect_timeout: float = 10.0
+    idle_timeout: float = 120.0  # between two chunks: the agent's heartbeats keep a run alive
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
+
+
+class AgentStream(RetryingClient):
+    """Open one run of the agent and iterate its events; `adapter` reads its stream (the
+    Research Agent's by default)."""
+
+    def __init__(
+        self,
+        request: AgentRequest,
+        config: AgentSettings,
+        *,
+        on_retry: RetryNotice | None = None,
+        adapter: StreamAdapter | None = None,
+    ) -> None:
+        super().__init__(request, config, on_retry=on_retry)
+        self.adapter = adapter or BigdataAdapter()
+
+    def _attempt(self) -> AsyncIterator[AgentEvent]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Cache-Control": "no-store",
+        }
+        if self.config.api_key:
+            headers["X-API-KEY"] = self.config.api_key
+        return posted_events(
+            self.config.url,
+            self.request.payload(),
+            headers,
+            self._reader(self.adapter),
+            refuse=self._refusal,
+            agent="the research agent",
+            timeouts=self.config,
+        )
+
+    def _refusal(self, response: httpx.Response) -> Exception:
+        error = _http_error(response, self.request, self.config.api_key)
+        return refusal(error, response.headers)
+
+
+def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -> AgentError:
+    """Build the user-facing error for a refused request from the body's `detail`."""
+    status = response.status_code
+    detail = redact(error_detail(response), api_key)
+    continuing = bool(request.chat_id or request.from_checkpoint_id)
+    lowered = detail.lower()
+    if continuing and ((status == 404) or (status in {400, 409} and "persistence_mode" in lowered)):
+        message = (
+            "The research agent can no longer continue this conversation"
+            f" ({detail or 'not found'}). You can start a fresh agent conversation from here;"
+            " this chat's history stays."
+        )
+        error = AgentError(message, kind="cannot_continue", status=status)
+    elif status == 403 and (option := _not_entitled_option(request, lowered)):
+        message = f"Your API key is not entitled to {option}."
+        error = AgentError(message, kind="http", status=status)
+    else:
+        error = refused(RESEARCH_AGENT, status, detail)
+    return error
+
+
+def _not_entitled_option(request: AgentRequest, detail: str) -> str:
+    """Name the option a 403 refers to: the one its detail names, else the only one in use."""
+    used = request.entitled_options()
+    named = [label for label, words in used if any(word in detail for word in words)]
+    if named:
+        return named[0]
+    return used[0][0] if len(used) == 1 else ""

@@ -23,25 +23,17 @@ from typing import Any
 import httpx
 import pydantic
 
+from chats.agent import events
 from chats.agent._http import Upstream, host_of, http_transport, redact, refused, stream_timeout
-from chats.agent.events import (
-    ActionEvent,
-    AgentEvent,
-    AnswerEvent,
-    AuditEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-)
+from chats.agent.events import AgentEvent
 from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     TRANSPORT_ERRORS,
-    RetryNotice,
+    RetryingClient,
     refusal,
     transport_failure,
-    with_retries,
 )
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
+from chats.agent.sse import StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
@@ -98,16 +90,13 @@ class GeminiAdapter:
         self._failed = False
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        document = message.document
-        if not isinstance(document, dict):
-            return None
-        raw = message.text
+        document, raw = message.document, message.text
         if isinstance(document.get("error"), dict):  # an error sent mid-stream
             self._failed = True
-            return [ErrorEvent(error=_error_event_message(document["error"]), raw=raw)]
+            return [events.ErrorEvent(error=_error_event_message(document["error"]), raw=raw)]
         if not any(k in document for k in ("candidates", "promptFeedback", "usageMetadata")):
             return None
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if isinstance(document.get("usageMetadata"), dict):
             self._usage = document["usageMetadata"]  # cumulative: the last one is the total
         if isinstance(document.get("modelVersion"), str):
@@ -116,36 +105,36 @@ class GeminiAdapter:
         text = _answer_text(candidate)
         if text:
             self._answer.append(text)
-            events.append(AnswerEvent(content=text, raw=raw))
+            found.append(events.AnswerEvent(content=text, raw=raw))
         metadata = candidate.get("groundingMetadata")
         if isinstance(metadata, dict):
-            events.extend(self._merge_metadata(metadata, raw))
+            found.extend(self._merge_metadata(metadata, raw))
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason:
             self._finish_reason = reason
             if reason not in FINISHED and not self._failed:
                 self._failed = True
                 message_text = STOP_MESSAGES.get(reason, f"Gemini stopped this answer ({reason}).")
-                events.append(ErrorEvent(error=message_text, raw=raw))
+                found.append(events.ErrorEvent(error=message_text, raw=raw))
         feedback = document.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if isinstance(block, str) and block and not self._failed:
             self._failed = True
-            events.append(
-                ErrorEvent(
+            found.append(
+                events.ErrorEvent(
                     error=PROMPT_BLOCK_MESSAGES.get(
                         block, f"Gemini refused this question ({block})."
                     ),
                     raw=raw,
                 )
             )
-        return events
+        return found
 
     def close(self) -> list[AgentEvent]:
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if self._queries:
-            events.append(
-                AuditEvent(
+            found.append(
+                events.AuditEvent(
                     tool_calls=tuple(
                         ToolCall(
                             tool_id=f"{WEB_SEARCH}-{n}",
@@ -159,10 +148,10 @@ class GeminiAdapter:
             )
         citations = self._citations()
         if citations:
-            events.append(GroundingEvent(citations=tuple(citations)))
+            found.append(events.GroundingEvent(citations=tuple(citations)))
         if self._finish_reason and not self._failed:
-            events.append(CompleteEvent(consumption=self._consumption()))
-        return events
+            found.append(events.CompleteEvent(consumption=self._consumption()))
+        return found
 
     # --- grounding ------------------------------------------------------------------------
 
@@ -172,12 +161,14 @@ class GeminiAdapter:
         A chunk's supports index that chunk's own `groundingChunks` when it sends some, else
         every chunk received so far (metadata split across chunks).
         """
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         for query in _list(metadata.get("webSearchQueries")):
             if isinstance(query, str) and query.strip() and query not in self._queries:
                 self._queries.append(query)
-                events.append(
-                    ActionEvent(tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw)
+                found.append(
+                    events.ActionEvent(
+                        tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw
+                    )
                 )
         chunks = [c if isinstance(c, dict) else {} for c in _list(metadata.get("groundingChunks"))]
         self._sources.extend(chunks)
@@ -185,7 +176,7 @@ class GeminiAdapter:
         for support in _list(metadata.get("groundingSupports")):
             if isinstance(support, dict):
                 self._supports.append((support, indexable))
-        return events
+        return found
 
     def _citations(self) -> list[Citation]:
         answer = "".join(self._answer)
@@ -394,7 +385,7 @@ def _turn_contents(turn: ConversationTurn) -> list[dict[str, Any]]:
     return contents
 
 
-class GeminiClient:
+class GeminiClient(RetryingClient):
     """One streamed, search-grounded answer from Gemini through the official google-genai SDK.
 
     The SDK is given our own httpx client, so that connect and idle timeouts, TLS and errors are
@@ -402,31 +393,15 @@ class GeminiClient:
     first event.
     """
 
-    def __init__(
-        self,
-        request: ProviderRequest,
-        config: ProviderConfig,
-        *,
-        on_retry: RetryNotice | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.request = request
-        self.config = config
-        self.malformed_lines = 0
-        self._on_retry = on_retry
-        self._transport = transport
-
-    def events(self) -> AsyncIterator[AgentEvent]:
-        return with_retries(
-            self._attempt, max_retries=self.config.max_retries, on_retry=self._on_retry
-        )
+    request: ProviderRequest
+    config: ProviderConfig
 
     async def _attempt(self) -> AsyncIterator[AgentEvent]:
         genai, errors, types = await asyncio.to_thread(load_sdk)
 
         timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
-        reader = StreamReader(GeminiAdapter(), max_line_chars=_max_line_chars())
-        transport = _WireTap(self._transport or http_transport(), timeout, reader)
+        reader = self._reader(GeminiAdapter())
+        transport = _WireTap(http_transport(), timeout, reader)
         async with httpx.AsyncClient(timeout=timeout, transport=transport) as http:
             client = genai.Client(
                 api_key=self.config.api_key,
@@ -466,8 +441,6 @@ class GeminiClient:
             except TRANSPORT_ERRORS as error:
                 host = host_of(self.config.base_url or DEFAULT_BASE_URL)
                 raise transport_failure(error, started, "Gemini", host, self.config) from None
-            finally:
-                self.malformed_lines = reader.malformed_lines
             for event in [*transport.take(), *reader.close()]:
                 yield event
 
@@ -535,8 +508,8 @@ class _WireTap(_FixedTimeouts):
 
     def take(self) -> list[AgentEvent]:
         """The events read since the last call."""
-        events, self._events = self._events, []
-        return events
+        taken, self._events = self._events, []
+        return taken
 
     async def drain(self) -> None:
         """Read the rest of the body ourselves (the SDK stopped reading it)."""
@@ -566,12 +539,6 @@ class _TeeStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-def _max_line_chars() -> int:
-    from django.conf import settings
-
-    return getattr(settings, "AGENT_MAX_LINE_BYTES", DEFAULT_MAX_LINE_CHARS)
 
 
 def response_document(response: Any) -> dict[str, Any]:

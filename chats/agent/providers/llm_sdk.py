@@ -16,26 +16,12 @@ from typing import Any
 
 import httpx
 
-from chats.agent._http import (
-    Upstream,
-    error_detail,
-    host_of,
-    http_transport,
-    redact,
-    refused,
-    stream_timeout,
-)
-from chats.agent.events import (
-    AgentEvent,
-    AnswerEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-    ThinkingEvent,
-)
+from chats.agent import events
+from chats.agent._http import Upstream, error_detail, redact, refused
+from chats.agent.events import AgentEvent
 from chats.agent.providers import ProviderConfig, ProviderRequest
-from chats.agent.providers.attempts import RetryNotice, refusal, response_events, with_retries
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamMessage, StreamReader
+from chats.agent.providers.attempts import RetryingClient, posted_events, refusal
+from chats.agent.sse import StreamMessage
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
 
@@ -76,25 +62,22 @@ class LlmSdkAdapter:
         self._failed = False
 
     def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        document = message.document
-        if not isinstance(document, dict):
-            return None
-        raw = message.text
+        document, raw = message.document, message.text
         if "error" in document and "delta" not in document:
             self._failed = True
-            return [ErrorEvent(error=_error_message(document["error"]), raw=raw)]
+            return [events.ErrorEvent(error=_error_message(document["error"]), raw=raw)]
         if "delta" not in document and "usage" not in document:
             return None
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         delta = document.get("delta")
         if isinstance(delta, dict):
-            events.extend(self._delta(delta, raw))
+            found.extend(self._delta(delta, raw))
         usage = document.get("usage")
         if isinstance(usage, dict):
             for name, value in usage.items():  # summed, as the accumulator does
                 if isinstance(value, int) and not isinstance(value, bool):
                     self._usage[name] = self._usage.get(name, 0) + value
-        return events
+        return found
 
     def _delta(self, delta: dict[str, Any], raw: str) -> list[AgentEvent]:
         index, part = delta.get("index"), delta.get("part")
@@ -107,7 +90,7 @@ class LlmSdkAdapter:
             return []
         text = part.get("text") if isinstance(part.get("text"), str) else ""
         if kind == "reasoning":
-            return [ThinkingEvent(content=text, raw=raw)] if text else []
+            return [events.ThinkingEvent(content=text, raw=raw)] if text else []
         if kind != "text":
             return []  # tool calls, images, audio: not part of the answer
         state = self._parts.setdefault(index, _TextPart())
@@ -123,21 +106,21 @@ class LlmSdkAdapter:
             state.runs.append([self._answer_length, end])
         self._answer_length = end
         self._last_text_index = index
-        return [AnswerEvent(content=text, raw=raw)]
+        return [events.AnswerEvent(content=text, raw=raw)]
 
     def close(self) -> list[AgentEvent]:
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         citations = [
             citation
             for index in sorted(self._parts)
             for citation in _part_citations(index, self._parts[index])
         ]
         if citations:
-            events.append(GroundingEvent(citations=tuple(citations)))
+            found.append(events.GroundingEvent(citations=tuple(citations)))
         if not self._failed:
             consumption = ({"type": self.model or "llm-sdk", **self._usage},) if self._usage else ()
-            events.append(CompleteEvent(consumption=consumption))
-        return events
+            found.append(events.CompleteEvent(consumption=consumption))
+        return found
 
 
 def _part_citations(index: int, part: _TextPart) -> list[Citation]:
@@ -223,70 +206,28 @@ def _message(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
-class LlmSdkClient:
+class LlmSdkClient(RetryingClient):
     """POST the conversation to an llm-sdk agent and read its JSON-lines (or SSE) stream."""
 
-    def __init__(
-        self,
-        request: ProviderRequest,
-        config: ProviderConfig,
-        *,
-        on_retry: RetryNotice | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
-    ) -> None:
-        self.request = request
-        self.config = config
-        self._on_retry = on_retry
-        self._transport = transport
-        self._max_line_chars = max_line_chars
-        self._malformed_before = 0
-        self._reader: StreamReader | None = None
+    request: ProviderRequest
+    config: ProviderConfig
 
-    @property
-    def malformed_lines(self) -> int:
-        current = self._reader.malformed_lines if self._reader else 0
-        return self._malformed_before + current
-
-    def events(self) -> AsyncIterator[AgentEvent]:
-        return with_retries(
-            self._attempt, max_retries=self.config.max_retries, on_retry=self._on_retry
-        )
-
-    async def _attempt(self) -> AsyncIterator[AgentEvent]:
-        if self._reader is not None:
-            self._malformed_before += self._reader.malformed_lines
-        self._reader = reader = StreamReader(
-            LlmSdkAdapter(self.config.model),
-            max_line_chars=self._max_line_chars,
-            json_lines=True,
-        )
-        timeout = stream_timeout(connect=self.config.connect_timeout, idle=self.config.idle_timeout)
+    def _attempt(self) -> AsyncIterator[AgentEvent]:
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/x-ndjson, text/event-stream",
         }
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        async with httpx.AsyncClient(
-            timeout=timeout, transport=self._transport or http_transport()
-        ) as client:
-            opening = client.stream(
-                "POST",
-                self.config.base_url,
-                json=request_body(self.request, self.config.model),
-                headers=headers,
-            )
-            events = response_events(
-                opening,
-                reader,
-                refuse=self._http_error,
-                agent="the llm-sdk agent",
-                host=host_of(self.config.base_url),
-                timeouts=self.config,
-            )
-            async for event in events:
-                yield event
+        return posted_events(
+            self.config.base_url,
+            request_body(self.request, self.config.model),
+            headers,
+            self._reader(LlmSdkAdapter(self.config.model), json_lines=True),
+            refuse=self._http_error,
+            agent="the llm-sdk agent",
+            timeouts=self.config,
+        )
 
     def _http_error(self, response: httpx.Response) -> Exception:
         detail = redact(error_detail(response), self.config.api_key)

@@ -19,23 +19,16 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 
-from chats.agent.events import (
-    ActionEvent,
-    AgentEvent,
-    AnswerEvent,
-    AuditEvent,
-    CompleteEvent,
-    ErrorEvent,
-    GroundingEvent,
-)
+from chats.agent import events
+from chats.agent.events import AgentEvent
 from chats.agent.providers.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, SourceDocument, ToolCall, web_source
 from citations.sources import bounded_key, one_line
 
@@ -135,7 +128,7 @@ class _Part:
         return answer_length if raw_index == self.done else None
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(TypedMessagesAdapter):
     """The Responses API stream of OpenAI (`flavour="openai"`) or xAI (`flavour="xai"`)."""
 
     def __init__(self, flavour: str = "openai") -> None:
@@ -153,21 +146,8 @@ class ResponsesAdapter:
         self._annotations_seen: set[tuple[Any, ...]] = set()
         self._waiting: list[tuple[tuple[int, int], dict[str, Any]]] = []
         self._searches_announced: set[str] = set()
-        self._finished = False
 
-    @property
-    def finished(self) -> bool:
-        """True once the response completed or failed: a stream that ends before was cut."""
-        return self._finished
-
-    # StreamAdapter
-    def feed(self, message: StreamMessage) -> list[AgentEvent] | None:
-        kind, document = message.kind, message.document
-        if kind is None:
-            return None
-        if self._finished:
-            return []
-        raw = message.text
+    def _read(self, kind: str, document: dict[str, Any]) -> list[AgentEvent] | None:
         match kind:
             case "response.output_text.delta":
                 delta = document.get("delta")
@@ -175,43 +155,41 @@ class ResponsesAdapter:
                     return None
                 part = self._part(document)
                 part.pending += delta
-                return self._tag(self._advance(part, final=False), raw)
+                return self._advance(part, final=False)
             case "response.output_text.done":
-                return self._tag(self._advance(self._part(document), final=True), raw)
+                return self._advance(self._part(document), final=True)
             case "response.output_text.annotation.added":
                 annotation = document.get("annotation")
                 if not isinstance(annotation, dict):
                     return None
-                return self._tag(self._annotate(_part_key(document), annotation), raw)
+                return self._annotate(_part_key(document), annotation)
             case "response.output_item.added" | "response.output_item.done":
-                return self._tag(self._output_item(document.get("item"), kind), raw)
+                return self._output_item(document.get("item"), kind)
             case "response.refusal.done":
                 refusal = one_line(document.get("refusal"))
-                return self._fail(f"{self.provider} declined to answer: {refusal}"[:500], raw)
+                return self._fail(f"{self.provider} declined to answer: {refusal}"[:500])
             case "response.completed":
-                return self._tag(self._complete(as_dict(document.get("response"))), raw)
+                return self._complete(as_dict(document.get("response")))
             case "response.incomplete":
                 response = as_dict(document.get("response"))
                 reason = as_dict(response.get("incomplete_details")).get("reason")
-                return self._finish_with_error(
-                    response, _incomplete_message(self.provider, reason), raw
-                )
+                return self._finish_with_error(response, _incomplete_message(self.provider, reason))
             case "response.failed":
                 response = as_dict(document.get("response"))
                 error = as_dict(response.get("error"))
-                return self._finish_with_error(response, self._error_message(error), raw)
+                return self._finish_with_error(response, self._error_message(error))
             case "error":
-                return self._fail(self._error_message(document), raw)
+                return self._fail(self._error_message(document))
         return []  # response.created, content_part.added, reasoning...: nothing to show
 
     def close(self) -> list[AgentEvent]:
         """A stream that ends without `response.completed` was cut: show what was final."""
         if self._finished:
             return []
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         for part in self._parts.values():
-            events.extend(self._advance(part, final=True))
-        return events
+            found.extend(self._advance(part, final=True))
+        return found
 
     # --- text and links ---
 
@@ -247,9 +225,9 @@ class ResponsesAdapter:
             index = start + 1
         part.pending, part.done = text[index:], base + index
         content = "".join(pieces)
-        events: list[AgentEvent] = [AnswerEvent(content=content)] if content else []
-        events.extend(self._annotate_waiting())
-        return events
+        found: list[AgentEvent] = [events.AnswerEvent(content=content)] if content else []
+        found.extend(self._annotate_waiting())
+        return found
 
     def _keep(self, part: _Part, text: str, base: int, start: int, end: int) -> str:
         """Emit `text[start:end]` (raw offsets `base + start`...) as answer text."""
@@ -316,7 +294,7 @@ class ResponsesAdapter:
                 continue
             citations.append(self._citation(part, annotation))
         self._waiting = still_waiting
-        return [GroundingEvent(citations=tuple(citations))] if citations else []
+        return [events.GroundingEvent(citations=tuple(citations))] if citations else []
 
     def _citation(self, part: _Part | None, annotation: dict[str, Any]) -> Citation:
         start, end = annotation.get("start_index"), annotation.get("end_index")
@@ -381,10 +359,10 @@ class ResponsesAdapter:
         action = as_dict(item.get("action"))
         query = one_line(action.get("query")) or _query_from_arguments(item.get("arguments"))
         item_id = str(item.get("id") or "")
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         if query and item_id not in self._searches_announced:
             self._searches_announced.add(item_id)
-            events.append(ActionEvent(tool_name=tool_name, tool_arguments={"query": query}))
+            found.append(events.ActionEvent(tool_name=tool_name, tool_arguments={"query": query}))
         sources = action.get("sources")
         if kind == "response.output_item.done" and isinstance(sources, list) and sources:
             results = tuple(
@@ -396,11 +374,11 @@ class ResponsesAdapter:
             call = ToolCall(
                 tool_id=item_id, kind=tool_name, title=query, results=results, data=item
             )
-            events.append(AuditEvent(tool_calls=(call,)))
-        return events
+            found.append(events.AuditEvent(tool_calls=(call,)))
+        return found
 
     def _complete(self, response: dict[str, Any]) -> list[AgentEvent]:
-        events = self._wrap_up(response)
+        found = self._wrap_up(response)
         usage = as_dict(response.get("usage"))
         consumption = ()
         if usage:
@@ -413,47 +391,44 @@ class ResponsesAdapter:
                     "cached_tokens": details.get("cached_tokens", 0),
                 },
             )
-        events.append(
-            CompleteEvent(checkpoint_id=str(response.get("id") or ""), consumption=consumption)
-        )
-        return events
+        checkpoint_id = str(response.get("id") or "")
+        found.append(events.CompleteEvent(checkpoint_id=checkpoint_id, consumption=consumption))
+        return found
 
     def _wrap_up(self, response: dict[str, Any]) -> list[AgentEvent]:
         """End of the response: decide held-back text, cite the final annotations and links."""
         self._finished = True
-        events: list[AgentEvent] = []
+        found: list[AgentEvent] = []
         for part in self._parts.values():
-            events.extend(self._advance(part, final=True))
+            found.extend(self._advance(part, final=True))
         for output_index, item in enumerate(response.get("output") or ()):
             if isinstance(item, dict) and item.get("type") == "message":
                 for content_index, content in enumerate(item.get("content") or ()):
                     for annotation in as_dict(content).get("annotations") or ():
                         if isinstance(annotation, dict):
-                            events.extend(self._annotate((output_index, content_index), annotation))
-        events.extend(self._annotate_waiting(final=True))
+                            found.extend(self._annotate((output_index, content_index), annotation))
+        found.extend(self._annotate_waiting(final=True))
         if uncited := self._uncited_links():
-            events.append(GroundingEvent(citations=tuple(uncited)))
+            found.append(events.GroundingEvent(citations=tuple(uncited)))
         consulted = response.get("citations")  # xAI: every URL the agent looked at
         if isinstance(consulted, list) and consulted:
             results = tuple(s for url in consulted if (s := self._source(url, None)) is not None)
             call = ToolCall(
                 tool_id="citations", kind="search", title="Sources consulted", results=results
             )
-            events.append(AuditEvent(tool_calls=(call,)))
-        return events
+            found.append(events.AuditEvent(tool_calls=(call,)))
+        return found
 
-    def _finish_with_error(
-        self, response: dict[str, Any], message: str, raw: str
-    ) -> list[AgentEvent]:
-        events = self._wrap_up(response)
-        events.append(ErrorEvent(error=message))
-        return self._tag(events, raw)
+    def _finish_with_error(self, response: dict[str, Any], message: str) -> list[AgentEvent]:
+        found = self._wrap_up(response)
+        found.append(events.ErrorEvent(error=message))
+        return found
 
-    def _fail(self, message: str, raw: str) -> list[AgentEvent]:
-        events = self.close()
+    def _fail(self, message: str) -> list[AgentEvent]:
+        found = self.close()
         self._finished = True
-        events.append(ErrorEvent(error=message))
-        return self._tag(events, raw)
+        found.append(events.ErrorEvent(error=message))
+        return found
 
     def _error_message(self, error: dict[str, Any]) -> str:
         """Read OpenAI's flat `{code, message}`, a nested `{"error": {...}}`, or xAI's
@@ -470,11 +445,6 @@ class ResponsesAdapter:
             return f"{self.provider} reported an error."
         return f"{self.provider} reported an error: {detail}"[:500]
 
-    @staticmethod
-    def _tag(events: list[AgentEvent], raw: str) -> list[AgentEvent]:
-        """Keep the wire line on the events it produced, for the record."""
-        return [replace(event, raw=raw) for event in events]
-
 
 def _file_source(annotation: dict[str, Any]) -> SourceDocument | None:
     """The file a `file_citation` or `container_file_citation` names, by its file name."""
@@ -482,13 +452,8 @@ def _file_source(annotation: dict[str, Any]) -> SourceDocument | None:
     key = bounded_key("file", file_id) or bounded_key("file", filename)
     if key is None:
         return None
-    return SourceDocument(
-        key=key,
-        type="DOCUMENT",
-        name=filename or one_line(file_id) or "File",
-        headline=filename,
-        data=annotation,
-    )
+    name = filename or one_line(file_id) or "File"
+    return SourceDocument(key=key, type="DOCUMENT", name=name, headline=filename, data=annotation)
 
 
 def _incomplete_message(provider: str, reason: Any) -> str:

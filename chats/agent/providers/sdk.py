@@ -4,15 +4,13 @@ The SDK makes the request and decodes the SSE; each event object it yields is tu
 its wire JSON and fed to the same adapter `render_stream` uses, so the live path and a saved
 capture are read by one piece of code. Failures become `AgentError`s with the kinds and wording
 of the Bigdata client. The SDK's own retries are off (`max_retries=0`): we retry with the policy
-every client shares (`attempts.with_retries`), only before the first event and honouring
+every client shares (`attempts.RetryingClient`), only before the first event and honouring
 Retry-After, and tell the page through `on_retry`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -26,18 +24,17 @@ from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     RetryableFailure,
-    RetryNotice,
+    RetryingClient,
     refusal,
-    with_retries,
 )
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import EventParser, StreamMessage
 
 logger = logging.getLogger(__name__)
 
 RETRYABLE = RETRYABLE_STATUS | {529}  # 529: Anthropic's "overloaded"
 
 
-class SdkStream:
+class SdkStream(RetryingClient):
     """Subclasses name the provider and open the SDK's stream; this runs it.
 
     `vendor` is the SDK module (`openai` or `anthropic`): both generate the same exception
@@ -48,20 +45,8 @@ class SdkStream:
     key_variable = ""  # "OPENAI_API_KEY": what a 401 asks to check
     vendor: Any = None
     client_class: Any = None  # the SDK's async client: `openai.AsyncOpenAI`, ...
-
-    def __init__(
-        self,
-        request: ProviderRequest,
-        config: ProviderConfig,
-        *,
-        on_retry: RetryNotice | None = None,
-        backoff_base: float = 0.5,
-    ) -> None:
-        self.request = request
-        self.config = config
-        self.malformed_lines = 0
-        self._on_retry = on_retry
-        self._backoff_base = backoff_base
+    request: ProviderRequest
+    config: ProviderConfig
 
     # --- what a provider supplies ---
 
@@ -95,31 +80,19 @@ class SdkStream:
 
     # --- the run ---
 
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        client = self._client()
-        try:
-            attempts = with_retries(
-                functools.partial(self._attempt, client),
-                max_retries=self.config.max_retries,
-                backoff_base=self._backoff_base,
-                on_retry=self._on_retry,
-            )
-            async with contextlib.aclosing(attempts):
-                async for event in attempts:
-                    yield event
-        finally:
-            await client.close()
-
-    async def _attempt(self, client: Any) -> AsyncIterator[AgentEvent]:
-        """One request through the SDK; the retry policy is `with_retries`."""
+    async def _attempt(self) -> AsyncIterator[AgentEvent]:
+        """One request, with an SDK client of its own; the retry policy is `with_retries`."""
         started = False
         adapter = self._adapter()
+        # The SDK decodes the stream: its events go straight to the reader's parser.
+        parser = self._reader(adapter).parser
         try:
-            stream = await self._open(client)
-            async for item in self._paced(stream):
-                started = True
-                for event in self._feed(adapter, wire_document(item)):
-                    yield event
+            async with self._client() as client:
+                stream = await self._open(client)
+                async for item in self._paced(stream):
+                    started = True
+                    for event in self._feed(parser, wire_document(item)):
+                        yield event
             for event in adapter.close():
                 yield event
             if not adapter.finished:
@@ -128,7 +101,7 @@ class SdkStream:
             body = error.body
             if error.status_code < 400 and _is_stream_error(body):
                 # The SDK raises an `error` event in the stream; the adapter reads it.
-                for event in self._feed(adapter, _stream_error(body)):
+                for event in self._feed(parser, _stream_error(body)):
                     yield event
                 return
             failure = self._http_error(error.status_code, self._detail(body))
@@ -149,7 +122,7 @@ class SdkStream:
             failure = AgentError(f"Could not reach {self.provider}.", kind="unreachable")
             raise RetryableFailure(failure) from None
         except self.vendor.APIError as error:  # an `error` object in the stream's data
-            for event in self._feed(adapter, _stream_error({"error": error.body})):
+            for event in self._feed(parser, _stream_error({"error": error.body})):
                 yield event
         except TimeoutError:
             raise AgentError(
@@ -182,15 +155,10 @@ class SdkStream:
         finally:
             await stream.close()
 
-    def _feed(self, adapter: Any, document: dict[str, Any]) -> list[AgentEvent]:
+    def _feed(self, parser: EventParser, document: dict[str, Any]) -> list[AgentEvent]:
         text = json.dumps(document, ensure_ascii=False)
         event = str(document.get("type") or "")
-        events = adapter.feed(StreamMessage(event=event, document=document, text=text))
-        if events is None:
-            self.malformed_lines += 1
-            logger.debug("Skipped a %s event of no known shape: %.120r", self.provider, text)
-            return []
-        return list(events)
+        return parser.feed_message(StreamMessage(event=event, document=document, text=text))
 
     def _dropped(self) -> AgentError:
         return AgentError(f"The connection to {self.provider} dropped mid-answer.", kind="dropped")

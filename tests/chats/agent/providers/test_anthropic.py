@@ -220,13 +220,13 @@ def standin():
 
 def client(url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
+    config.setdefault("backoff_base", 0.01)
     return AnthropicClient(
         request or ProviderRequest(message="How is inflation?"),
         ProviderConfig(name="anthropic", api_key=KEY, base_url=url, model="claude-x", **config),
         on_retry=(lambda message, delay: _note(notices, message, delay))
         if notices is not None
         else None,
-        backoff_base=0.01,
     )
 
 

@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 from chats.agent import AgentError
-from chats.agent.client import AgentSettings
 from chats.agent.events import AnswerEvent
 from chats.agent.providers.attempts import (
     RetryableFailure,
@@ -17,6 +16,7 @@ from chats.agent.providers.attempts import (
     transport_failure,
     with_retries,
 )
+from chats.agent.providers.bigdata import AgentSettings
 
 
 def test_retry_after_in_seconds_or_as_an_http_date():

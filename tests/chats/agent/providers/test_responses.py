@@ -21,7 +21,7 @@ from chats.agent.providers.responses import (
     XaiClient,
 )
 from chats.agent.providers.sdk import wire_document
-from chats.agent.sse import StreamMessage
+from chats.agent.sse import StreamMessage, parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
 from citations.render_html import render_html
@@ -281,10 +281,9 @@ def test_a_stream_cut_before_completed_has_no_completion_but_keeps_held_text():
 
 
 def test_not_a_responses_document_counts_as_malformed():
-    adapter = ResponsesAdapter("openai")
-    assert adapter.feed(StreamMessage(event="", document=[1], text="[1]")) is None
     delta = {"type": "response.output_text.delta", "delta": 5}
-    assert adapter.feed(StreamMessage(event="", document=delta, text="")) is None
+    body = f"data: [1]\n\ndata: {json.dumps(delta)}\n\n"
+    assert parse_sse_text(body, ResponsesAdapter("openai")) == ([], 2)
 
 
 # --- the SDK clients against the stand-in -----------------------------------------------------
@@ -300,6 +299,7 @@ def standin():
 
 def client(cls, url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
+    config.setdefault("backoff_base", 0.01)
     return cls(
         request or ProviderRequest(message="What is new at xAI?"),
         ProviderConfig(
@@ -308,7 +308,6 @@ def client(cls, url, request=None, *, notices=None, **config):
         on_retry=(lambda message, delay: _note(notices, message, delay))
         if notices is not None
         else None,
-        backoff_base=0.01,
     )
 
 

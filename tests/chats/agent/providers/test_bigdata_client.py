@@ -1,11 +1,12 @@
-"""The agent client against a real HTTP stand-in: payloads, HTTP errors, retries, stalls, drops."""
+"""The Research Agent's client against a real HTTP stand-in: payloads, HTTP errors, retries,
+stalls, drops."""
 
 import time
 
 import pytest
 
 from chats.agent import AgentError
-from chats.agent.client import AgentRequest, AgentSettings, AgentStream
+from chats.agent.providers.bigdata import AgentRequest, AgentSettings, AgentStream
 from chats.agent.transcript import Transcript
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from tests.servers import free_port, serve_asgi
@@ -156,6 +157,16 @@ async def test_never_retries_once_events_have_started(upstream):
     assert caught.value.kind == "dropped"
     assert [e.type for e in seen] == ["ANSWER"]
     assert len(upstream.requests) == 1
+
+
+async def test_a_retry_reads_its_body_afresh_after_one_cut_mid_line(upstream):
+    cut = Reply(body=['data: {"chat_id": "c1", "message": {"type": "ANSW', Drop()])
+    upstream.queue(cut, Reply.events(*answer_stream("whole")))
+    stream = make_stream(upstream.url)
+    transcript = await collect(stream)
+    assert transcript.answer == "whole"
+    assert stream.malformed_lines == 0  # the cut line did not run into the retry's first one
+    assert len(upstream.requests) == 2
 
 
 async def test_a_stalled_stream_times_out_with_what_arrived(upstream):
