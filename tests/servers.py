@@ -21,8 +21,8 @@ def free_port() -> int:
 def serve_asgi(app, *, lifespan: str = "off") -> Iterator[str]:
     """Serve `app` in a background thread and yield its base URL; stop it on exit.
 
-    The listening socket is bound here, before the server starts, so that no other test process
-    can take its port in between (the tests run in parallel: `make test`).
+    The listening socket is bound here and handed to the server, so that no other test process
+    (`make test` runs two) can take its port between choosing it and listening on it.
     """
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,6 +52,6 @@ def serve_asgi(app, *, lifespan: str = "off") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+        sock.close()
         # A server still running would race the test's database teardown.
         assert not thread.is_alive(), f"uvicorn on port {port} did not stop within 60 s"
-        sock.close()

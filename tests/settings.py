@@ -6,8 +6,7 @@ import environ
 
 # One SECRET_KEY on every machine. The site masks its secrets in answers (chats/agent/redaction.py)
 # and holds back an answer delta that ends with the start of one until the next event, so a key
-# drawn at random per checkout would change what pages are sent from clone to clone. This one, and
-# the demo agent's token made from it ("55c…"), begin with characters no test's answer ends with.
+# drawn at random per checkout would change what pages are sent from clone to clone.
 os.environ["SECRET_KEY"] = "~tests-only-secret-key-3"
 
 from researchsite.settings import *  # noqa: F403

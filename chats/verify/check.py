@@ -77,8 +77,6 @@ async def stop_source_checks() -> None:
 async def _check_safely(turn_id: int, on_checked: OnChecked) -> None:
     try:
         turn = await check_turn_sources(turn_id)
-        if turn is not None:
-            await on_checked(turn)
     except Turn.DoesNotExist:
         return  # deleted (with its chat) while its pages were read: nothing to record
     except asyncio.CancelledError:
@@ -88,6 +86,9 @@ async def _check_safely(turn_id: int, on_checked: OnChecked) -> None:
     except Exception:
         logger.exception("Checking the cited pages of turn %s failed", turn_id)
         await _store_unread(turn_id, "the check failed on our side", on_checked)
+        return
+    if turn is not None:
+        await _hand_back(turn, on_checked)
 
 
 async def _store_unread(turn_id: int, problem: str, on_checked: OnChecked) -> None:
@@ -98,11 +99,21 @@ async def _store_unread(turn_id: int, problem: str, on_checked: OnChecked) -> No
             for key, read in cited.pages.items()
             if read.pending
         }
-        if reads:
-            await database_sync_to_async(_store_checked)(turn, cited, reads)
-            await on_checked(turn)
+        if not reads:
+            return
+        await database_sync_to_async(_store_checked)(turn, cited, reads)
     except Exception:
         logger.exception("Recording the unread pages of turn %s failed", turn_id)
+        return
+    await _hand_back(turn, on_checked)
+
+
+async def _hand_back(turn: Turn, on_checked: OnChecked) -> None:
+    """Give the stored turn to the run; what it does with it (a card to send) is its own."""
+    try:
+        await on_checked(turn)
+    except Exception:  # the result is stored: pages that sync show it
+        logger.exception("Handing back the checked turn %s failed", turn.pk)
 
 
 async def check_turn_sources(turn_id: int) -> Turn | None:
