@@ -262,8 +262,9 @@ class ChatShare(models.Model):
         return f"Share of chat {self.chat_id}"
 
 
-class SavedByOwner(models.Model):
-    """Something a user saved under a name of their own, listed by that name."""
+class SavedUnderAName(models.Model):
+    """Something a user saved under a name of their own, listed by that name (each kind declares
+    its `owner`, with the related name the user's list of them goes by)."""
 
     name = models.CharField(max_length=100)
     created_at = models.DateTimeField(default=timezone.now)
@@ -276,7 +277,7 @@ class SavedByOwner(models.Model):
         return self.name
 
 
-class OutputSchema(SavedByOwner):
+class OutputSchema(SavedUnderAName):
     """A structured output schema a user saved, to choose in the composer's options."""
 
     owner = models.ForeignKey(
@@ -285,7 +286,7 @@ class OutputSchema(SavedByOwner):
     schema = models.JSONField(help_text="JSON Schema; top level an object or a list of objects.")
 
 
-class WorkflowTemplate(SavedByOwner):
+class WorkflowTemplate(SavedUnderAName):
     """An inline Workflows template a user saved (docs/PROTOCOL.md, "Workflows")."""
 
     owner = models.ForeignKey(
