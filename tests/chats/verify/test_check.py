@@ -150,9 +150,6 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
     """Any agent: a source that came without a passage gets the page's; the agent's own
     passages are kept as they are, and the two kinds say where they come from."""
     from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
-    from chats.agent.transcript import Transcript
-    from chats.models import Chat
-    from chats.services import TurnEnd, turn_finish_many
     from chats.verify.check import check_turn_sources
     from citations.references import Citation, Passage, SourceDocument
 
@@ -161,7 +158,8 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
         key="id:n1", type="BIGDATA", name="Example News", url=f"{news.url}/2026/11/acme-results"
     )
     chunked = SourceDocument(key="id:r1", type="BIGDATA", name="Reuters", url="https://r.example/1")
-    transcript = Transcript.from_events(
+    finished = await finished_turn(
+        user,
         [
             AnswerEvent(content=one + two),
             GroundingEvent(
@@ -176,19 +174,14 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
                 )
             ),
             CompleteEvent(),
-        ]
+        ],
     )
-    chat = await Chat.objects.acreate(owner=user)
-    turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
-    end = TurnEnd(turn.pk, transcript, Turn.Status.COMPLETE)
-    (finished,) = await database_sync_to_async(turn_finish_many)([end])
-    assert finished.pages_to_check
     assert "Checking 1 source…" in finished.answer_html
 
-    await check_turn_sources(turn.pk)
+    await check_turn_sources(finished.pk)
 
-    await turn.arefresh_from_db()
-    html = turn.answer_html
+    await finished.arefresh_from_db()
+    html = finished.answer_html
     assert "2 cited claims: 1 checked, 1 figure not found in its source." in html
     assert "The passage the agent cited" in html
     assert "From the page, fetched" in html
@@ -214,29 +207,36 @@ async def test_a_page_that_missed_the_result_gets_it_when_it_syncs_the_checking_
     assert "claim-summary-pending" not in card["html"]
 
 
-async def finished_turn_citing(user, url: str) -> Turn:
-    """A stored turn whose one claim cites the page at `url` without a passage (to be read)."""
-    from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
+async def finished_turn(user, events: list) -> Turn:
+    """A turn of a new chat of `user`'s, finished and stored from these events, with pages to
+    read."""
     from chats.agent.transcript import Transcript
     from chats.models import Chat
     from chats.services import TurnEnd, turn_finish_many
+
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
+    end = TurnEnd(turn.pk, Transcript.from_events(events), Turn.Status.COMPLETE)
+    (finished,) = await database_sync_to_async(turn_finish_many)([end])
+    assert finished.pages_to_check
+    return finished
+
+
+async def finished_turn_citing(user, url: str) -> Turn:
+    """A stored turn whose one claim cites the page at `url` without a passage (to be read)."""
+    from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
     from citations.references import Citation, SourceDocument
 
     claim = SENTENCES[1]
     source = SourceDocument(key=f"url:{url}", type="WEB", name="news.example", url=url)
-    transcript = Transcript.from_events(
+    return await finished_turn(
+        user,
         [
             AnswerEvent(content=claim),
             GroundingEvent(citations=(Citation(start=0, end=len(claim), source=source),)),
             CompleteEvent(),
-        ]
+        ],
     )
-    chat = await Chat.objects.acreate(owner=user)
-    turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
-    end = TurnEnd(turn.pk, transcript, Turn.Status.COMPLETE)
-    (finished,) = await database_sync_to_async(turn_finish_many)([end])
-    assert finished.pages_to_check
-    return finished
 
 
 async def test_a_checked_turn_is_handed_to_the_caller_with_its_new_html(user, news):
