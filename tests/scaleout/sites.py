@@ -14,10 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The marks of a test that needs the real services: `make test-services` runs it.
+NEEDS_SERVICES = [
+    pytest.mark.scaleout,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not (
+            os.environ.get("TEST_DATABASE_URL", "").startswith("postgres")
+            and os.environ.get("REDIS_URL")
+        ),
+        reason="needs TEST_DATABASE_URL=postgres://… and REDIS_URL (make test-services runs it)",
+    ),
+]
 
 
 @dataclass
@@ -46,11 +60,15 @@ def site_env(agent_url: str, **overrides: str) -> dict[str, str]:
     }
 
 
-def wait_until_serving(host: str, process: subprocess.Popen, timeout: float = 30) -> None:
+def wait_until_serving(
+    host: str, process: subprocess.Popen, timeout: float = 30, path: str = "/healthz"
+) -> None:
+    """Wait until the site answers `path` (a page, rather than /healthz, has loaded Django's
+    views too)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            httpx.get(f"http://{host}/healthz", timeout=1)
+            httpx.get(f"http://{host}{path}", timeout=1)
             return
         except httpx.TransportError:
             if process.poll() is not None or time.monotonic() > deadline:

@@ -6,30 +6,18 @@ and the stopped process exits by itself once its runs have finished."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from contextlib import ExitStack
 
-import pytest
 from django.test import Client
 
 from chats.models import Chat, Turn
 from demo_agent.scripted import Reply, ScriptedAgent, answer_stream
 from tests.scaleout.pages import Page
-from tests.scaleout.sites import running_site
+from tests.scaleout.sites import NEEDS_SERVICES, running_site
 from tests.servers import free_port, serve_asgi
 
-pytestmark = [
-    pytest.mark.scaleout,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not (
-            os.environ.get("TEST_DATABASE_URL", "").startswith("postgres")
-            and os.environ.get("REDIS_URL")
-        ),
-        reason="needs TEST_DATABASE_URL=postgres://… and REDIS_URL (make test-services runs it)",
-    ),
-]
+pytestmark = NEEDS_SERVICES
 
 ANSWERS = 10
 TEXT = " ".join(f"word{i}" for i in range(40))

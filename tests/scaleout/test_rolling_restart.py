@@ -21,22 +21,14 @@ from django.test import Client
 from chats.models import Chat, Turn
 from demo_agent.scripted import Reply, ScriptedAgent, answer_stream
 from tests.scaleout.pages import Page
-from tests.scaleout.sites import ROOT, Site, site_env, start_site, stop_site
+from tests.scaleout.sites import NEEDS_SERVICES, ROOT, Site, site_env, start_site, stop_site
 from tests.servers import free_port, serve_asgi
 
 NGINX = os.environ.get("NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
 SITE_CONF = ROOT / "deploy" / "nginx" / "researchsite.conf"
 
 pytestmark = [
-    pytest.mark.scaleout,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not (
-            os.environ.get("TEST_DATABASE_URL", "").startswith("postgres")
-            and os.environ.get("REDIS_URL")
-        ),
-        reason="needs TEST_DATABASE_URL=postgres://… and REDIS_URL (make test-services runs it)",
-    ),
+    *NEEDS_SERVICES,
     pytest.mark.skipif(
         not os.access(NGINX, os.X_OK), reason="needs nginx (make test-services installs it)"
     ),

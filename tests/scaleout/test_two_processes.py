@@ -5,29 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from contextlib import ExitStack
 
-import pytest
 from django.test import Client
 from websockets.asyncio.client import connect
 
 from chats.models import Chat, Turn
 from demo_agent.scripted import Reply, ScriptedAgent, Stall, answer_stream
-from tests.scaleout.sites import site_process
+from tests.scaleout.sites import NEEDS_SERVICES, site_process
 from tests.servers import free_port, serve_asgi
 
-pytestmark = [
-    pytest.mark.scaleout,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not (
-            os.environ.get("TEST_DATABASE_URL", "").startswith("postgres")
-            and os.environ.get("REDIS_URL")
-        ),
-        reason="needs TEST_DATABASE_URL=postgres://… and REDIS_URL (make test-services runs it)",
-    ),
-]
+pytestmark = NEEDS_SERVICES
 
 
 async def frames_until_finished(socket, turn_id=None):

@@ -12,11 +12,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -24,6 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from researchsite.serve import uvicorn_args, ws_max_size
+from tests.scaleout.sites import wait_until_serving
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,15 +56,7 @@ def production_server(port: int, **extra_env: str):
         [sys.executable, "-m", "researchsite.serve", "--port", str(port)], cwd=ROOT, env=env
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/login/", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the site on port {port} did not start") from None
-                time.sleep(0.1)
+        wait_until_serving(f"127.0.0.1:{port}", process, path="/login/")
         yield process.pid
     finally:
         process.terminate()
