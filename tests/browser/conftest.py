@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from channels.layers import channel_layers
 
+from demo_agent.scripted import ScriptedAgent
 from tests.servers import serve_asgi
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -61,6 +62,17 @@ def site(transactional_db, settings):
         settings.RESEARCH_AGENT_URL = f"{url}{settings.DEMO_AGENT_PATH}"  # its own demo agent
         yield url
     channel_layers.backends.clear()
+
+
+@pytest.fixture
+def upstream(settings):
+    """A scripted agent on a real loopback port, in place of the site's demo agent (ask for it
+    after `site`, which points the site at its own demo agent)."""
+    app = ScriptedAgent()
+    with serve_asgi(app) as url:
+        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
+        app.url = url
+        yield app
 
 
 @pytest.fixture

@@ -10,13 +10,11 @@ allows. How long each takes to draw is timed by `bench/chart_drawing.py` (goal: 
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import expect
 
-from demo_agent.scripted import Reply, ScriptedAgent
+from demo_agent.scripted import Reply
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
 from tests.chats.answer.chart_attacks import ATTACKS, DRAWABLE
-from tests.servers import serve_asgi
 
 UNSAFE = "This chart could not be drawn safely."
 
@@ -26,14 +24,6 @@ ALL_SETTLED = """() => {
   return figures.length > 0 && figures.every((f) =>
     !f.querySelector("[data-chart-view]") || ["drawn", "failed"].includes(f.dataset.drawn));
 }"""
-
-
-@pytest.fixture
-def upstream(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
-        yield app
 
 
 def chart(title: str, spec: dict) -> dict:

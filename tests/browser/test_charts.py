@@ -40,15 +40,6 @@ def csp_site(site, page):
 
 
 @pytest.fixture
-def upstream(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
-        app.url = url
-        yield app
-
-
-@pytest.fixture
 def elsewhere():
     """Another origin, standing for a remote host: it records every request that reaches it."""
     app = ScriptedAgent(lambda request: Reply(status=200, body=["[]"]))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import expect
 
 from chats.models import Turn
-from demo_agent.scripted import Reply, ScriptedAgent
+from demo_agent.scripted import Reply
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
-from tests.servers import serve_asgi
 
 
 def test_ask_watch_the_agent_work_and_keep_the_cited_answer(page, site, analyst):
@@ -93,18 +91,10 @@ def test_branching_edit_switch_and_reload_keep_the_same_tree(page, site, analyst
     assert page.js_errors == []
 
 
-@pytest.fixture
-def slow_upstream(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
-        yield app
-
-
 WORDS = [f"word{i:03d} " for i in range(120)]
 
 
-def test_reload_mid_answer_shows_the_whole_answer_once(page, site, analyst, slow_upstream):
+def test_reload_mid_answer_shows_the_whole_answer_once(page, site, analyst, upstream):
     messages = [
         {
             "type": "PLANNING",
@@ -113,7 +103,7 @@ def test_reload_mid_answer_shows_the_whole_answer_once(page, site, analyst, slow
     ]
     messages += [{"type": "ANSWER", "content": w} for w in WORDS]
     messages += [{"type": "COMPLETE", "checkpoint_id": "ckpt-r", "consumption": []}]
-    slow_upstream.queue(Reply.events(*messages, pause=0.03))
+    upstream.queue(Reply.events(*messages, pause=0.03))
     log_in(page, site)
     new_chat(page)
     ask(page, "Write slowly")
@@ -128,8 +118,8 @@ def test_reload_mid_answer_shows_the_whole_answer_once(page, site, analyst, slow
     assert Turn.objects.get().status == Turn.Status.COMPLETE
 
 
-def test_stop_keeps_the_partial_answer(page, site, analyst, slow_upstream):
-    slow_upstream.queue(Reply.events(*[{"type": "ANSWER", "content": w} for w in WORDS], pause=0.1))
+def test_stop_keeps_the_partial_answer(page, site, analyst, upstream):
+    upstream.queue(Reply.events(*[{"type": "ANSWER", "content": w} for w in WORDS], pause=0.1))
     log_in(page, site)
     new_chat(page)
     ask(page, "Write slowly")
@@ -148,7 +138,7 @@ HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 HOSTILE_URL = "javascript:window.__pwned=3"
 
 
-def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_upstream):
+def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, upstream):
     answer = f"Claim one {HOSTILE}is here. Claim two [x](javascript:window.__pwned=4) too."
     source = {
         "type": "BIGDATA",
@@ -169,7 +159,7 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
         },
     }
     end_one = answer.index(" Claim two")
-    slow_upstream.queue(
+    upstream.queue(
         Reply.events(
             {
                 "type": "GROUNDING",
@@ -231,9 +221,9 @@ def test_hostile_answer_and_sources_cannot_run_script(page, site, analyst, slow_
     )
 
 
-def test_live_and_finished_turns_use_the_same_words(page, site, analyst, slow_upstream):
+def test_live_and_finished_turns_use_the_same_words(page, site, analyst, upstream):
     """The server words every label: a plan step reads "in progress" live and after."""
-    slow_upstream.queue(
+    upstream.queue(
         Reply.events(
             {
                 "type": "PLANNING",

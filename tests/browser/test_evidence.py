@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import expect
 
-from demo_agent.scripted import Reply, ScriptedAgent, Stall
+from demo_agent.scripted import Reply, Stall
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
 from tests.chats.conftest import sse
 from tests.conftest import REVIEWER_PASSWORD
-from tests.servers import serve_asgi
 
 CLAIM_ONE = "Revenue rose 12% to $4.1 billion."
 CLAIM_TWO = " Gross margin reached 38% in the third quarter."
@@ -51,14 +49,6 @@ def answer_messages() -> list[dict]:
         },
         {"type": "COMPLETE", "checkpoint_id": "k", "consumption": []},
     ]  # fmt: skip
-
-
-@pytest.fixture
-def upstream(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
-        yield app
 
 
 def check_flags(answer) -> None:

@@ -17,10 +17,9 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from chats.models import Chat, Preference
-from demo_agent.scripted import Reply, ScriptedAgent
+from demo_agent.scripted import Reply
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
 from tests.conftest import REVIEWER_PASSWORD
-from tests.servers import serve_asgi
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
@@ -192,14 +191,6 @@ THREE_BARS = {
                      "y": {"field": "v", "type": "quantitative"}},
     },
 }  # fmt: skip
-
-
-@pytest.fixture
-def upstream(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
-        yield app
 
 
 def chart_and_card_backgrounds(page) -> list[str]:

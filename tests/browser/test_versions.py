@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from demo_agent.scripted import Reply, ScriptedAgent, cited_answer_stream
+from demo_agent.scripted import Reply, cited_answer_stream
 from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
-from tests.servers import serve_asgi
 
 FIRST = [("Revenue rose 12% to $4.1 billion.", "Reuters"), ("Demand was strong.", "Bloomberg")]
 SECOND = [("Revenue rose 14% to $4.2 billion.", "Reuters"), ("Demand was strong.", "Nikkei")]
-
-
-@pytest.fixture
-def upstream(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
-        yield app
 
 
 def test_rerun_then_compare_shows_what_changed(page, site, analyst, upstream):
