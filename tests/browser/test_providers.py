@@ -10,7 +10,7 @@ from chats.models import Chat
 from demo_agent.scripted import Reply, ScriptedAgent, Sleep
 from tests.browser.conftest import ask, log_in, wait_for_answer
 from tests.conftest import PROVIDERS_DIR
-from tests.servers import serve_asgi
+from tests.standins.gemini import serving_as_gemini
 
 EXPECTED_TEXT = (
     "Samsung's foundry unit won a 2nm order 🎉 from a US chip designer.[1] 株価 rose 4% on the"
@@ -20,10 +20,7 @@ EXPECTED_TEXT = (
 
 @pytest.fixture
 def gemini(settings):
-    app = ScriptedAgent()
-    with serve_asgi(app) as url:
-        settings.GEMINI_API_KEY = "gemini-test-key-not-secret"
-        settings.GEMINI_BASE_URL = url
+    with serving_as_gemini(settings, ScriptedAgent()) as app:
         yield app
 
 

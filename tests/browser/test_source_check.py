@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import ask, log_in, wait_for_answer
 from tests.servers import serve_asgi
-from tests.standins.gemini import GeminiStandIn, grounded_answer, stream
+from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gemini, stream
 from tests.standins.pages import MARGIN_SENTENCE, news_site
 
 SENTENCES = ["Revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
@@ -19,10 +19,7 @@ SENTENCES = ["Revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%.
 
 @pytest.fixture
 def gemini(settings):
-    stand_in = GeminiStandIn()
-    with serve_asgi(stand_in) as url:
-        settings.GEMINI_API_KEY = "gemini-test-key-not-secret"
-        settings.GEMINI_BASE_URL = url
+    with serving_as_gemini(settings, GeminiStandIn()) as stand_in:
         yield stand_in
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from demo_agent.scripted import ReceivedRequest, Reply, ScriptedAgent, Sleep, Step
+from tests.servers import serve_asgi
 
 STREAM_PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):streamGenerateContent$")
 STATUS_NAMES = {
@@ -24,6 +27,15 @@ STATUS_NAMES = {
     500: "INTERNAL",
     503: "UNAVAILABLE",
 }
+
+
+@contextmanager
+def serving_as_gemini(settings, app: ScriptedAgent) -> Iterator[ScriptedAgent]:
+    """Serve `app` on a loopback port and point the site's Gemini settings at it."""
+    with serve_asgi(app) as url:
+        settings.GEMINI_API_KEY = "gemini-test-key-not-secret"
+        settings.GEMINI_BASE_URL = url
+        yield app
 
 
 class GeminiStandIn(ScriptedAgent):

@@ -19,7 +19,7 @@ from chats.models import Turn
 from chats.services import chat_create
 from citations.models import Reference, SourcePage
 from tests.servers import serve_asgi
-from tests.standins.gemini import GeminiStandIn, grounded_answer, stream
+from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gemini, stream
 from tests.standins.pages import ARTICLE_HTML, MARGIN_SENTENCE, news_site
 from tests.waiting import wait_until
 
@@ -31,10 +31,7 @@ REDIRECT = "/grounding-api-redirect/AbC123"
 
 @pytest.fixture
 def gemini(settings):
-    stand_in = GeminiStandIn()
-    with serve_asgi(stand_in) as url:
-        settings.GEMINI_API_KEY = "gemini-test-key-not-secret"
-        settings.GEMINI_BASE_URL = url
+    with serving_as_gemini(settings, GeminiStandIn()) as stand_in:
         settings.AGENT_MAX_RETRIES = 0
         settings.EVENT_FLUSH_INTERVAL = 0.01
         yield stand_in
