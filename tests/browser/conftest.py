@@ -75,19 +75,27 @@ def upstream(settings):
         yield app
 
 
-@pytest.fixture
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
+def open_page(browser, *, viewport: dict, scheme: str = "light", touch: bool = False):
+    """A page in a context of its own; its script errors collect in `page.js_errors`."""
+    context = browser.new_context(
+        viewport=viewport, color_scheme=scheme, has_touch=touch, is_mobile=touch
+    )
     page = context.new_page()
     page.set_default_timeout(15_000)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.js_errors = errors
+    return page
+
+
+@pytest.fixture
+def page(browser, request):
+    page = open_page(browser, viewport={"width": 1200, "height": 900})
     yield page
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
+    page.context.close()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 
 from chats.models import Chat, Preference
 from demo_agent.scripted import Reply
-from tests.browser.conftest import ask, log_in, new_chat, wait_for_answer
+from tests.browser.conftest import ask, log_in, new_chat, open_page, wait_for_answer
 from tests.conftest import REVIEWER_PASSWORD
 
 PHONE = {"width": 390, "height": 844}
@@ -26,18 +26,6 @@ DESKTOP = {"width": 1280, "height": 900}
 QUESTION = "How did NVIDIA's data center business do?"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 AXE = Axe()
-
-
-def open_page(browser, *, viewport: dict, scheme: str, touch: bool = False):
-    context = browser.new_context(
-        viewport=viewport, color_scheme=scheme, has_touch=touch, is_mobile=touch
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.js_errors = errors
-    return page
 
 
 def assert_no_sideways_scroll(page) -> None:

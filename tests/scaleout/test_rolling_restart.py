@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from demo_agent.scripted import Reply, ScriptedAgent, answer_stream
 from tests.scaleout.pages import Page
 from tests.scaleout.sites import NEEDS_SERVICES, ROOT, Site, site_env, start_site, stop_site
 from tests.servers import free_port, serve_asgi
+from tests.waiting import wait_until_sync
 
 NGINX = os.environ.get("NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
 SITE_CONF = ROOT / "deploy" / "nginx" / "researchsite.conf"
@@ -77,32 +77,25 @@ def running_nginx(tmp: Path, listen: int, workers: tuple[int, int]):
     subprocess.run([NGINX, "-t", "-c", str(conf)], check=True, capture_output=True)
     process = subprocess.Popen([NGINX, "-c", str(conf)])
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{listen}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((tmp / "error.log").read_text())
-            time.sleep(0.1)
+        healthz = f"http://127.0.0.1:{listen}/healthz"
+        wait_until_sync(lambda: process.poll() is not None or answers_ok(healthz), timeout=20)
+        if process.poll() is not None:
+            raise RuntimeError((tmp / "error.log").read_text())
         yield f"127.0.0.1:{listen}"
     finally:
         process.send_signal(signal.SIGQUIT)  # nginx's graceful stop
         process.wait(timeout=20)
 
 
+def answers_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def wait_ready(host: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(f"http://{host}/readyz", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, f"{host} did not become ready"
-        time.sleep(0.1)
+    wait_until_sync(lambda: answers_ok(f"http://{host}/readyz"), timeout=timeout)
 
 
 def restart(site: Site, env: dict[str, str]) -> Site:
