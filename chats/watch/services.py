@@ -115,15 +115,19 @@ def watch_run_end(
         run.save()
         watch = Watch.objects.select_for_update().get(pk=run.watch_id)
         watch.running_until = None
+        # A change, or the failure that stops the watch, is the one run the Changes page tells
+        # the analyst about: what it supersedes no longer counts as unseen.
+        supersedes = state == WatchRun.State.CHANGED
         if state == WatchRun.State.FAILED:
             watch.consecutive_failures += 1
             if watch.consecutive_failures >= settings.WATCH_MAX_FAILURES:
                 watch.state = Watch.State.STOPPED
-                # The run that stopped it is the one to tell the analyst about.
-                earlier = WatchRun.objects.filter(watch=watch, seen_at__isnull=True)
-                earlier.exclude(pk=run.pk).update(seen_at=run.finished_at)
+                supersedes = True
         elif state in (WatchRun.State.CHANGED, WatchRun.State.UNCHANGED):
             watch.consecutive_failures = 0
+        if supersedes:
+            earlier = WatchRun.objects.filter(watch=watch, seen_at__isnull=True)
+            earlier.exclude(pk=run.pk).update(seen_at=run.finished_at)
         watch.save(update_fields=["running_until", "consecutive_failures", "state"])
     run.watch = watch
     return run

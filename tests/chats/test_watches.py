@@ -100,6 +100,23 @@ def test_run_watches_all_makes_a_new_version_and_the_header_counts_the_change(
     assert "changes-count" not in browser.get(reverse("chat_list")).content.decode()
 
 
+def test_a_second_change_before_the_page_is_seen_counts_once_and_seeing_it_clears_it(
+    watched, upstream, browser
+):
+    """The Changes page tells of each watch's latest change; the one it replaced is not left
+    counted in the header for ever."""
+    upstream.queue(Reply.events(*cited_answer_stream(SECOND)))
+    call_command("run_watches", "--all")
+    upstream.queue(Reply.events(*cited_answer_stream(FIRST)))
+    call_command("run_watches", "--all")
+    assert list(WatchRun.objects.values_list("state", flat=True)) == ["changed", "changed"]
+
+    header = browser.get(reverse("chat_list")).content.decode()
+    assert '>Changes <span class="changes-count" aria-label="1 unseen">1</span></a>' in header
+    browser.get(reverse("watch_changes"))
+    assert "changes-count" not in browser.get(reverse("chat_list")).content.decode()
+
+
 def test_an_unchanged_answer_is_no_change(watched, upstream, browser):
     upstream.queue(Reply.events(*cited_answer_stream(FIRST)))
     call_command("run_watches", "--all")
