@@ -143,12 +143,6 @@ def with_pages(cited: CitedAnswer, reads: Mapping[str, PageRead]) -> CitedAnswer
     )
 
 
-def pages_pending(cited: CitedAnswer) -> int:
-    """How many of the answer's cited pages are still being read."""
-    shown = {s.key for s in cited.sources}
-    return sum(1 for key, read in cited.pages.items() if read.pending and key in shown)
-
-
 def fetched_label(fetched_on: date) -> str:
     """Where a passage the site took from the page comes from, as its card says."""
     return f"From the page, fetched {fetched_on.isoformat()}"

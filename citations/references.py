@@ -29,10 +29,6 @@ class Passage:
     page_url: str = ""
     fetched_on: date | None = None
 
-    @property
-    def is_from_page(self) -> bool:
-        return self.fetched_on is not None
-
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {"text": self.text, "relevance": self.relevance}
         if self.fetched_on is not None:

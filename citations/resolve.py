@@ -107,10 +107,6 @@ class CitedAnswer:
     def invalid_references(self) -> list[ResolvedReference]:
         return [r for r in self.references if not r.is_valid]
 
-    @property
-    def unplaced_sources(self) -> tuple[CitedSource, ...]:
-        return tuple(s for s in self.sources if not s.placed)
-
 
 def resolve_citations(
     *, answer: str, citations: Sequence[Citation], tool_calls: Sequence[ToolCall] = ()

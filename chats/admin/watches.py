@@ -15,6 +15,9 @@ class WatchRunInline(ReviewOnlyInline):
     ordering = ("-started_at",)
     show_change_link = True
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("turn", "previous_turn")
+
 
 @admin.register(Watch)
 class WatchAdmin(ReviewOnlyAdmin):

@@ -12,9 +12,11 @@ from chats.watch.models import Watch, WatchRun
 
 
 def tell_analyst(*, run: WatchRun) -> None:
+    if not settings.WATCH_EMAIL:
+        return
     watch = run.watch
     owner = watch.owner
-    if not settings.WATCH_EMAIL or not owner.email:
+    if not owner.email:
         return
     question = " ".join(watch.turn.question.split())[:80]
     if run.state == WatchRun.State.CHANGED:

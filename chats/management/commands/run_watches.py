@@ -7,6 +7,7 @@ watch a worker is running at that moment is not run a second time.
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from chats.watch.models import Watch
 from chats.watch.runs import run_claimed_watches
@@ -23,6 +24,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         ids = Watch.objects.filter(state=Watch.State.ACTIVE).order_by("pk")
+        if not options["all"]:  # the claim checks again: another worker may take one first
+            ids = ids.filter(next_run_at__lte=timezone.now())
         claimed = [
             watch
             for watch_id in ids.values_list("pk", flat=True)
