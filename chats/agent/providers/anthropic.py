@@ -61,6 +61,8 @@ class _Block:
     input: Any = None
     input_json: list[str] = field(default_factory=list)
     wire: dict[str, Any] = field(default_factory=dict)  # the block as sent back on a pause
+    # The deltas of its "text" or "thinking", joined into `wire` once, when the block stops.
+    deltas: list[str] = field(default_factory=list)
 
 
 class AnthropicAdapter(TypedMessagesAdapter):
@@ -173,7 +175,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
                 text = delta.get("text")
                 if not isinstance(text, str):
                     return None
-                wire["text"] = str(wire.get("text") or "") + text
+                block.deltas.append(text)
                 return [self._text(text)] if text else []
             case "citations_delta":
                 citation = delta.get("citation")
@@ -185,12 +187,15 @@ class AnthropicAdapter(TypedMessagesAdapter):
                 if isinstance(delta.get("partial_json"), str):
                     block.input_json.append(delta["partial_json"])
             case "thinking_delta" if isinstance(delta.get("thinking"), str):
-                wire["thinking"] = str(wire.get("thinking") or "") + delta["thinking"]
+                block.deltas.append(delta["thinking"])
             case "signature_delta" if isinstance(delta.get("signature"), str):
                 wire["signature"] = delta["signature"]
         return []
 
     def _block_stop(self, block: _Block) -> list[AgentEvent]:
+        if block.deltas:
+            key = "thinking" if block.type == "thinking" else "text"
+            block.wire[key] = str(block.wire.get(key) or "") + "".join(block.deltas)
         if block.type == "text" and block.citations:
             end = self._answer_length
             return [
