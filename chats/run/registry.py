@@ -15,16 +15,14 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chats.agent.providers.bigdata import AgentRequest
-from chats.library.search import get_search_index_queue
 from chats.live.protocol import control_group, publish, turn_stop
 from chats.log_context import bind_log_context, shared_task
 from chats.loop.per_loop import PerLoop
 from chats.metrics import STREAMING_TURNS, TURNS_STARTED
 from chats.models import Turn
-from chats.run.cards import publish_turn_cards, publish_turn_checked
+from chats.run.finishes import announce_finished
 from chats.run.turn_run import TurnRun
 from chats.services import turn_interrupt_orphans, turn_renew_leases
-from chats.verify.check import start_source_checks
 
 logger = logging.getLogger(__name__)
 
@@ -142,21 +140,10 @@ class RunRegistry:
 
 
 async def sweep_orphans() -> None:
+    """End the turns of dead processes; announced, indexed and checked as any finished turn
+    (the search queue's catch-up passes leave chats alone while they stream)."""
     turns = await database_sync_to_async(turn_interrupt_orphans)()
-    for turn in turns:
-        await _publish_finished_safely(turn)
-    to_check = [turn.pk for turn in turns if getattr(turn, "pages_to_check", False)]
-    start_source_checks(to_check, publish_turn_checked)
-    # Every way a sweep ends a turn (its partial answer stored, or failed) is indexed here: the
-    # search queue's catch-up passes leave chats alone while they stream.
-    get_search_index_queue().add_many([turn.chat_id for turn in turns])
-
-
-async def _publish_finished_safely(turn: Turn) -> None:
-    try:
-        await publish_turn_cards("turn.finished", [(turn, None)])
-    except Exception:  # stored all the same: pages that sync see it
-        logger.exception("Announcing the end of turn %s failed", turn.pk)
+    await announce_finished([(turn, None) for turn in turns])
 
 
 async def request_stop(turn_id: int) -> None:
