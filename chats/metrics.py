@@ -102,7 +102,6 @@ OPEN_WEBSOCKETS = _all["open_websockets"]
 STREAMING_TURNS = _all["streaming_turns"]
 UPSTREAM_ERRORS = _all["upstream_errors"]
 EVENT_LOG_FLUSH = _all["event_log_flush"]
-ENABLED = bool(settings.METRICS_ENABLED)
 
 
 async def forget_this_process() -> None:

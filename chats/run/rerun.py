@@ -8,7 +8,7 @@ chat's. The page's "Re-run" button and a watch's scheduled run both start it thi
 from __future__ import annotations
 
 from chats.agent.options import QuestionOptions
-from chats.live.protocol import ErrorCode
+from chats.errors import ErrorCode
 from chats.models import Chat, Turn
 from chats.services import TurnAsk, TurnStartError
 

@@ -539,10 +539,3 @@ class _TeeStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-def response_document(response: Any) -> dict[str, Any]:
-    """Return an SDK `GenerateContentResponse` as the wire's JSON (camelCase, no nulls)."""
-    document = response.model_dump(mode="json", by_alias=True, exclude_none=True)
-    document.pop("sdkHttpResponse", None)
-    return document
