@@ -52,8 +52,8 @@ class LoginFailureHandler(AxesDatabaseHandler):
     def get_failures(self, request, credentials=None) -> int:
         failures = super().get_failures(request, credentials)
         username = get_client_username(request, credentials)
-        if not username:
-            return failures
+        if not username or failures >= settings.AXES_FAILURE_LIMIT:
+            return failures  # nothing to add, or locked already: no need to count further
         across_addresses = (
             AccessAttempt.objects.filter(
                 username=username, attempt_time__gte=get_cool_off_threshold(request)
