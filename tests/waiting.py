@@ -21,12 +21,15 @@ T = TypeVar("T")
 POLL = 0.01  # seconds between two looks at the condition
 
 
-async def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+async def wait_until(
+    condition: Callable[[], object], timeout: float = 10.0, what: str = ""
+) -> None:
     """Return once `condition()` is true (awaited, if it returns an awaitable: a query through
-    `database_sync_to_async`, say); fail the test after `timeout` seconds."""
+    `database_sync_to_async`, say); fail the test after `timeout` seconds, naming `what` it
+    waited for (else the condition's name)."""
     deadline = time.monotonic() + timeout
     while not await _holds(condition):
-        assert time.monotonic() < deadline, f"timed out waiting for {_name(condition)}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what or _name(condition)}"
         await asyncio.sleep(POLL)
 
 
@@ -37,11 +40,11 @@ async def _holds(condition: Callable[[], object]) -> bool:
     return bool(value)
 
 
-def wait_until_sync(condition: Callable[[], object], timeout: float = 10.0) -> None:
+def wait_until_sync(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
     """`wait_until` for code outside an event loop."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {_name(condition)}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what or _name(condition)}"
         time.sleep(POLL)
 
 

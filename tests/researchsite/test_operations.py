@@ -12,25 +12,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import httpx
 
 from tests.scaleout.sites import ROOT, start_site, stop_site
 from tests.servers import free_port
+from tests.waiting import wait_until_sync
 
 TOKEN = "metrics-token-for-tests"
-
-
-def wait_for(condition, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.1)
 
 
 def readiness(host: str) -> tuple[int, dict]:
@@ -58,7 +47,9 @@ def test_a_process_without_its_database_serves_probes_and_becomes_ready_by_itsel
         assert readiness(site.host) == (503, {"database": "unreachable", "process": "serving"})
 
         folder.mkdir()  # the database can be opened now, but holds no tables
-        wait_for(lambda: readiness(site.host)[1]["database"] == "migrations_pending")
+        wait_until_sync(
+            lambda: readiness(site.host)[1]["database"] == "migrations_pending", timeout=30
+        )
         assert readiness(site.host)[0] == 503
 
         subprocess.run(
@@ -68,7 +59,7 @@ def test_a_process_without_its_database_serves_probes_and_becomes_ready_by_itsel
             check=True,
             capture_output=True,
         )
-        wait_for(lambda: readiness(site.host)[0] == 200)
+        wait_until_sync(lambda: readiness(site.host)[0] == 200, timeout=30)
         assert readiness(site.host) == (200, {"database": "ok", "process": "serving"})
 
         # /metrics: only for the allowed addresses, or with the token.

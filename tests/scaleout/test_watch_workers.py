@@ -7,8 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from datetime import time as time_of_day
 from datetime import timedelta
 from pathlib import Path
@@ -23,8 +21,9 @@ from chats.models import Chat, Turn, Watch, WatchRun
 from chats.watch.services import watch_claim, watch_create
 from demo_agent.scripted import Reply, ScriptedAgent, Sleep, cited_answer_stream
 from demo_agent.wire import sse_event
-from tests.chats.test_watches import FIRST, SECOND, answered_turn
+from tests.chats.watch.answers import FIRST, SECOND, answered_turn
 from tests.servers import serve_asgi
+from tests.waiting import wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,14 +35,6 @@ pytestmark = [
         reason="needs TEST_DATABASE_URL=postgres://… (make test-services runs it)",
     ),
 ]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 60, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.05)
 
 
 def due_watch(django_user_model) -> Watch:
@@ -93,24 +84,28 @@ def test_a_due_watch_runs_once_with_two_workers_and_the_command(django_user_mode
         workers = [manage("db_worker", "--interval", "0.1", "--no-startup-delay") for _ in range(2)]
         command = manage("run_watches", "--all")
         try:
-            wait_until(lambda: upstream.requests, what="a run to ask the agent")
+            wait_until_sync(lambda: upstream.requests, timeout=60, what="a run to ask the agent")
             # Whoever runs it holds the claim; the others try theirs meanwhile: the command
             # exits ("No watch to run."), the worker given the due task finds it claimed.
             due_task.refresh_from_db()
-            wait_until(
+            wait_until_sync(
                 lambda: (
                     command.poll() is not None
                     or DBTaskResult.objects.get(pk=due_task.pk).status == "SUCCESSFUL"
                 ),
+                timeout=60,
                 what="the other contenders to try",
             )
             released.set()
-            wait_until(
-                lambda: WatchRun.objects.exclude(state="running").exists(), what="the run's end"
+            wait_until_sync(
+                lambda: WatchRun.objects.exclude(state="running").exists(),
+                timeout=60,
+                what="the run's end",
             )
             command_output, _ = command.communicate(timeout=60)
-            wait_until(
+            wait_until_sync(
                 lambda: DBTaskResult.objects.get(pk=due_task.pk).status == "SUCCESSFUL",
+                timeout=60,
                 what="the due task to end",
             )
         finally:

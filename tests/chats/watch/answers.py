@@ -1,0 +1,22 @@
+"""Two finished answers a watch compares: the first version, and one whose figures and sources
+moved."""
+
+from __future__ import annotations
+
+from chats.agent.events import event_from_data
+from chats.agent.transcript import Transcript
+from chats.models import Chat, Turn
+from chats.services import turn_finish, turn_start
+from demo_agent.scripted import cited_answer_stream
+
+FIRST = [("Revenue rose 12% to $4.1 billion.", "Reuters"), ("Demand was strong.", "Bloomberg")]
+SECOND = [("Revenue rose 14% to $4.2 billion.", "Reuters"), ("Demand was strong.", "Nikkei")]
+
+
+def answered_turn(chat: Chat, claims=FIRST) -> Turn:
+    """A finished turn as a run stores it, from the scripted stand-in's own stream."""
+    started = turn_start(chat=chat, question="How did revenue do?", research_effort="standard")
+    transcript = Transcript()
+    for message in cited_answer_stream(claims):
+        transcript.apply(event_from_data(message))
+    return turn_finish(turn_id=started.turn.pk, transcript=transcript, status=Turn.Status.COMPLETE)
