@@ -312,4 +312,5 @@ class Preference(models.Model):
         return f"Preferences of user {self.user_id}"
 
 
+from chats.teams.models import Team, TeamMembership  # noqa: E402, F401  (registered with this app)
 from chats.watch.models import Watch, WatchRun  # noqa: E402, F401  (registered with this app)

@@ -1,0 +1,1 @@
+"""Teams: analysts who share research. A team has members, some of them its owners."""
