@@ -2,17 +2,12 @@
 
 The rules (README, "Checking cited pages"):
 
-- only `http` and `https`; credentials in a URL are dropped, no cookies are kept or sent, and the
-  request says who it is (`USER_AGENT`);
-- every host name is resolved here and refused when any of its addresses is loopback, private,
-  link-local (cloud metadata at 169.254.169.254), multicast, reserved or otherwise not global,
-  unless the host (or host:port) is listed in SOURCE_FETCH_ALLOWED_HOSTS; the connection is then
-  made to the address that was checked (`_GuardedBackend`, below httpcore: TLS still names the
-  host), so a name that answers differently the second time cannot slip past;
+- the address rules of `chats/outbound.py` (http(s) only, no credentials, cookies or proxy;
+  every address checked, unless its host is in SOURCE_FETCH_ALLOWED_HOSTS, and connected to as
+  checked), and the request says who it is (`USER_AGENT`);
 - redirects are followed by hand, at most `MAX_REDIRECTS`, each hop through the same checks;
 - a page gets `TIMEOUT_SECONDS` in all, `MAX_BYTES` of (decoded) body and only HTML or plain
-  text; fewer than `MAX_CONCURRENT` fetches run at once in a process;
-- no proxy: a proxy would connect in our place, past the address check.
+  text; fewer than `MAX_CONCURRENT` fetches run at once in a process.
 
 The main text is read by trafilatura (navigation, footers, scripts and asides left out), in a
 worker thread: parsing a page costs milliseconds of CPU that the event loop must not spend.
@@ -21,20 +16,14 @@ worker thread: parsing a page costs milliseconds of CPU that the event loop must
 from __future__ import annotations
 
 import asyncio
-import functools
-import ipaddress
-import socket
-import ssl
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, replace
-from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin
 
-import httpcore
 import httpx
 
 from chats.loop.per_loop import PerLoop
+from chats.outbound import Refused, Resolver, fetchable_url, guarded_client, system_resolve
 
 USER_AGENT = "ResearchSite-SourceCheck/1.0 (reads pages cited in answers to check their figures)"
 MAX_REDIRECTS = 5
@@ -43,8 +32,6 @@ MAX_BYTES = 2 * 1024 * 1024
 MAX_CONCURRENT = 8
 MAX_TEXT_CHARS = 500_000  # of main text kept; an article is a few thousand
 READABLE_TYPES = {"text/html": "html", "application/xhtml+xml": "html", "text/plain": "text"}
-
-Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,88 +44,6 @@ class FetchedPage:
     content_type: str = ""
     text: str = ""
     problem: str = ""
-
-
-class Refused(Exception):
-    """The URL or an address it leads to may not be fetched; the message says why."""
-
-
-async def system_resolve(host: str, port: int) -> list[str]:
-    """Every address `host` resolves to, by the system's resolver."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [info[4][0] for info in infos]
-
-
-def address_problem(address: str) -> str:
-    """Return why an address may not be fetched ("" when it may): anything not public."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    for kind, test in (
-        ("loopback", ip.is_loopback),
-        ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast),
-        ("reserved", ip.is_reserved or ip.is_unspecified),
-        ("private", ip.is_private),
-    ):
-        if test:
-            return f"a {kind} address"
-    return "" if ip.is_global else "a non-public address"
-
-
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Resolve, check, then connect to the checked address: the one place a socket is opened."""
-
-    def __init__(self, allowed_hosts: Collection[str], resolve: Resolver) -> None:
-        self._allowed = {h.strip().lower() for h in allowed_hosts if h.strip()}
-        self._resolve = resolve
-        self._inner = httpcore.AnyIOBackend()
-
-    def is_allowed(self, host: str, port: int) -> bool:
-        host = host.lower().strip("[]")
-        return host in self._allowed or f"{host}:{port}" in self._allowed
-
-    async def checked_address(self, host: str, port: int) -> str:
-        try:
-            addresses = await self._resolve(host, port)
-        except OSError as error:
-            raise Refused(f"the host {host} could not be found") from error
-        if not addresses:
-            raise Refused(f"the host {host} could not be found")
-        if not self.is_allowed(host, port):
-            for address in addresses:
-                if problem := address_problem(address):
-                    raise Refused(f"refused: {host} is {problem}")
-        return addresses[0]
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.AsyncNetworkStream:
-        address = await self.checked_address(host, port)
-        return await self._inner.connect_tcp(
-            address, port, timeout=timeout, local_address=local_address
-        )
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        raise Refused("refused: not a network address")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    return httpx.create_ssl_context()
-
-
-def _no_cookies() -> CookieJar:
-    """A jar that neither keeps nor sends any cookie (a redirect hop cannot set one)."""
-    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
 
 
 class PageFetcher:
@@ -154,26 +59,16 @@ class PageFetcher:
     ) -> None:
         self.timeout = timeout
         self.max_bytes = max_bytes
-        self._backend = _GuardedBackend(allowed_hosts, resolve)
+        self._allowed_hosts = allowed_hosts
+        self._resolve = resolve
         self._client: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> PageFetcher:
-        # Loading the CA bundle takes tens of ms of CPU: once per process, off the event loop.
-        ssl_context = await asyncio.to_thread(_ssl_context)
-        transport = httpx.AsyncHTTPTransport(retries=0)
-        # httpx has no option for a network backend; its pool is httpcore's, which has.
-        transport._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
+        self._client = await guarded_client(
+            allowed_hosts=self._allowed_hosts,
+            resolve=self._resolve,
+            timeout_seconds=self.timeout,
             max_connections=MAX_CONCURRENT,
-            network_backend=self._backend,
-            retries=0,
-        )
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            follow_redirects=False,
-            trust_env=False,  # no proxy, no .netrc credentials
-            cookies=_no_cookies(),
-            timeout=httpx.Timeout(self.timeout),
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9",
@@ -205,7 +100,7 @@ class PageFetcher:
         assert self._client is not None, "use PageFetcher as an async context manager"
         current = url
         for _hop in range(MAX_REDIRECTS + 1):
-            current = _fetchable(current)
+            current = fetchable_url(current)
             async with self._client.stream("GET", current) as response:
                 if response.is_redirect and "location" in response.headers:
                     current = urljoin(current, response.headers["location"])
@@ -253,22 +148,6 @@ def _with_main_text(page: FetchedPage, body: str) -> FetchedPage:
         text = body
     text = (text or "").strip()[:MAX_TEXT_CHARS]
     return replace(page, text=text, problem="" if text else "no readable text on the page")
-
-
-def _fetchable(url: str) -> str:
-    """Return the URL to request: http(s) only, without any user:password part."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        port = parts.port
-    except ValueError as error:
-        raise Refused("refused: not a valid link") from error
-    if parts.scheme not in ("http", "https") or not host:
-        raise Refused(f"refused: not an http(s) link ({parts.scheme or 'no scheme'})")
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc += f":{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
 
 
 def _too_large(limit: int) -> str:

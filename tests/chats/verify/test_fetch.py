@@ -7,7 +7,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from chats.verify.fetch import USER_AGENT, PageFetcher, address_problem
+from chats.outbound import address_problem
+from chats.verify.fetch import USER_AGENT, PageFetcher
 from tests.servers import serve_asgi
 from tests.standins.pages import ARTICLE_SENTENCE, MARGIN_SENTENCE, Page, PageSite, news_site
 
