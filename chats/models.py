@@ -312,5 +312,11 @@ class Preference(models.Model):
         return f"Preferences of user {self.user_id}"
 
 
+from chats.api.models import ApiToken  # noqa: E402, F401  (registered with this app)
 from chats.teams.models import Team, TeamMembership  # noqa: E402, F401  (registered with this app)
 from chats.watch.models import Watch, WatchRun  # noqa: E402, F401  (registered with this app)
+from chats.webhooks.models import (  # noqa: E402, F401  (registered with this app)
+    TurnWebhook,
+    WebhookDelivery,
+    WebhookEndpoint,
+)

@@ -19,6 +19,13 @@ def chat_get_for_user(*, user, chat_id: int) -> Chat:
     return get_object_or_404(Chat.objects.for_user(user), pk=chat_id)
 
 
+def turn_get_for_user(*, user, turn_id: int) -> Turn:
+    """Return a turn of one of the user's chats (its chat loaded) or raise Http404, as for the
+    chat itself."""
+    turns = Turn.objects.select_related("chat").filter(chat__in=Chat.objects.for_user(user))
+    return get_object_or_404(turns, pk=turn_id)
+
+
 def chat_find_for_user(*, user, chat_id: int) -> Chat | None:
     if not user.is_authenticated:
         return None

@@ -29,6 +29,7 @@ from chats.errors import ErrorCode, TurnStartError
 from chats.library.search import chat_search_index_update
 from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from chats.webhooks.services import webhooks_turns_finished
 from citations.pages import with_pending_pages
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer
@@ -427,6 +428,7 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
             updated_at=now, upstream_chat_id=chat.upstream_chat_id
         )
     finished = {turn.pk: turn for turn, *_ in finishing}
+    webhooks_turns_finished(turns=list(finished.values()))  # those the API asked it for
     return [finished.get(end.turn_id) for end, _ in ends]
 
 
@@ -453,7 +455,10 @@ def turn_fail_unsaved(*, turn_id: int, error: str) -> Turn | None:
                 lease_expires_at=None,
             )
         )
-    return Turn.objects.select_related("chat").get(pk=turn_id) if updated else None
+        turn = Turn.objects.select_related("chat").get(pk=turn_id) if updated else None
+        if turn is not None:
+            webhooks_turns_finished(turns=[turn])
+    return turn
 
 
 def turn_interrupt_orphans() -> list[Turn]:
