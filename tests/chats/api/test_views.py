@@ -124,7 +124,7 @@ def test_a_question_is_checked_as_the_page_checks_it(client, settings):
         f"/chats/{chat}/turns", json={"question": "x" * (settings.MESSAGE_MAX_CHARS + 1)}
     )
     assert long.status_code == 400 and "limited to" in long.json()["detail"]
-    blank = client.post(f"/chats/{chat}/turns", json={"question": "   "})
+    blank = client.post(turns, json={"question": "   "})
     assert blank.status_code == 400 and blank.json()["detail"] == "Write a question first."
     bad = client.post(
         f"/chats/{chat}/turns", json={"question": "q", "options": {"freshness_boost": 11}}
