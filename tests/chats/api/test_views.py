@@ -120,15 +120,12 @@ def test_every_error_is_json_with_its_status(client):
 
 def test_a_question_is_checked_as_the_page_checks_it(client, settings):
     chat = client.post("/chats", json={}).json()["id"]
-    long = client.post(
-        f"/chats/{chat}/turns", json={"question": "x" * (settings.MESSAGE_MAX_CHARS + 1)}
-    )
+    turns = f"/chats/{chat}/turns"
+    long = client.post(turns, json={"question": "x" * (settings.MESSAGE_MAX_CHARS + 1)})
     assert long.status_code == 400 and "limited to" in long.json()["detail"]
     blank = client.post(turns, json={"question": "   "})
     assert blank.status_code == 400 and blank.json()["detail"] == "Write a question first."
-    bad = client.post(
-        f"/chats/{chat}/turns", json={"question": "q", "options": {"freshness_boost": 11}}
-    )
+    bad = client.post(turns, json={"question": "q", "options": {"freshness_boost": 11}})
     assert bad.status_code == 400 and "freshness_boost" in bad.json()["detail"]
     assert not Turn.objects.exists()
 
