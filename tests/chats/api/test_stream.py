@@ -1,0 +1,84 @@
+"""A turn's event stream (text/event-stream) against the real served site: read to its end,
+cut and resumed with Last-Event-ID, replayed when finished, counted as a live connection."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from chats.models import Turn, TurnEvent
+from demo_agent.scripted import Reply, Stall, answer_stream
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORDS = [f"word{n} " for n in range(40)]
+
+
+def paced_answer(pause: float = 0.02) -> Reply:
+    """Forty answer deltas and their plan, one event every `pause` seconds."""
+    return Reply.events(*answer_stream("".join(WORDS), pieces=len(WORDS)), pause=pause)
+
+
+def read(client: httpx.Client, turn_id: int, *, after: str | None = None, stop_after: int = 0):
+    """The stream's SSE events, until it ends (or after `stop_after` of them, cutting it)."""
+    headers = {"Last-Event-ID": after} if after is not None else {}
+    events = []
+    with connect_sse(client, "GET", f"/turns/{turn_id}/events", headers=headers) as source:
+        assert source.response.headers["content-type"].startswith("text/event-stream")
+        for event in source.iter_sse():
+            events.append(event)
+            if stop_after and len(events) == stop_after:
+                break  # the connection is closed with the block
+    return events
+
+
+def test_the_stream_is_the_turns_events_then_turn_finished(client, upstream):
+    upstream.queue(paced_answer())
+    chat = client.post("/chats", json={}).json()["id"]
+    turn = client.post(f"/chats/{chat}/turns", json={"question": "q"}).json()
+    assert turn["status"] == "streaming"
+
+    events = read(client, turn["id"])
+    *relayed, finished = events
+    assert finished.event == "turn.finished"
+    card = json.loads(finished.data)
+    assert card["type"] == "turn.finished" and card["status"] == "complete" and card["html"]
+    logged = list(TurnEvent.objects.filter(turn_id=turn["id"]).order_by("seq"))
+    assert [(int(e.id), e.event) for e in relayed] == [(e.seq, e.type) for e in logged]
+    assert "".join(json.loads(e.data).get("content", "") for e in relayed) == "".join(WORDS)
+    assert all(json.loads(e.data)["seq"] == int(e.id) for e in relayed)
+    # A finished turn replays its events and ends.
+    assert [(e.id, e.event, e.data) for e in read(client, turn["id"])] == [
+        (e.id, e.event, e.data) for e in events
+    ]
+
+
+def test_a_stream_cut_after_its_fifth_event_resumes_after_it_once_in_order(client, upstream):
+    upstream.queue(paced_answer(pause=0.05))
+    chat = client.post("/chats", json={}).json()["id"]
+    turn_id = client.post(f"/chats/{chat}/turns", json={"question": "q"}).json()["id"]
+
+    first = read(client, turn_id, stop_after=5)
+    assert Turn.objects.get(pk=turn_id).status == "streaming"  # cut while it streams
+    rest = read(client, turn_id, after=first[-1].id)
+
+    assert rest[-1].event == "turn.finished"
+    seqs = [int(e.id) for e in first + rest[:-1]]
+    logged = list(TurnEvent.objects.filter(turn_id=turn_id).values_list("seq", flat=True))
+    assert seqs == sorted(logged) == list(range(1, len(logged) + 1))  # each once, in order
+    assert len(logged) > 10
+
+
+def test_a_stream_counts_as_one_of_the_users_live_connections(client, upstream, settings, user):
+    settings.WS_MAX_SOCKETS_PER_USER = 1
+    upstream.respond = lambda request: Reply(body=[Stall()])
+    chat = client.post("/chats", json={}).json()["id"]
+    turn_id = client.post(f"/chats/{chat}/turns", json={"question": "q"}).json()["id"]
+    with connect_sse(client, "GET", f"/turns/{turn_id}/events") as open_stream:
+        assert open_stream.response.status_code == 200
+        refused = client.get(f"/turns/{turn_id}/events")
+        assert refused.status_code == 429 and "live connections" in refused.json()["detail"]
+    client.post(f"/turns/{turn_id}/stop")
