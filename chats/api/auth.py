@@ -45,11 +45,12 @@ def refuse_token_in_url(query_string: str) -> None:
         )
 
 
-async def authenticate(request: HttpRequest, scope: str) -> ApiToken:
-    """The request's usable token, holding `scope`; else AuthenticationError (401) or
-    AuthorizationError (403). The owner is `token.owner`."""
-    refuse_token_in_url(request.META.get("QUERY_STRING", ""))
-    raw = bearer_token(request.headers.get("Authorization"))
+async def token_with_scope(authorization: str | None, query_string: str, scope: str) -> ApiToken:
+    """The usable token of an `Authorization` header's value, holding `scope`; else
+    AuthenticationError (401), AuthorizationError (403), or HttpError 400 for a token in the URL.
+    The owner is `token.owner`."""
+    refuse_token_in_url(query_string)
+    raw = bearer_token(authorization)
     if raw is None:
         raise AuthenticationError(message=NOT_SENT)
     token = await database_sync_to_async(api_token_authenticate)(raw=raw)
@@ -72,7 +73,10 @@ class BearerToken(AuthBase):
         self.is_async = True
 
     async def __call__(self, request: HttpRequest) -> ApiToken:
-        return await authenticate(request, self.scope)
+        query_string = request.META.get("QUERY_STRING", "")
+        return await token_with_scope(
+            request.headers.get("Authorization"), query_string, self.scope
+        )
 
 
 READ = BearerToken(ApiToken.Scope.READ)
