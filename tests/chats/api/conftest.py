@@ -1,5 +1,5 @@
-"""Fixtures of the API tests: the whole site served by uvicorn (its lifespan on), the scripted
-stand-in agent behind it, tokens, and an httpx client holding one."""
+"""Fixtures of the API tests: tokens, and an httpx client holding one, for the served site
+(`site`, tests/chats/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from channels.layers import channel_layers
 
 from chats.api.services import api_token_create
 from demo_agent.scripted import Reply, cited_answer_stream
-from tests.servers import serve_asgi
 
 CLAIMS = [
     ("NVIDIA's data center revenue rose 12% to $41.1 billion.", "Reuters"),
@@ -27,18 +25,6 @@ def cited_reply(claims=CLAIMS, *, pause: float = 0.0) -> Reply:
         *cited_answer_stream(claims),
         pause=pause,
     )
-
-
-@pytest.fixture
-def site(transactional_db, settings, upstream) -> Iterator[str]:
-    """The site (researchsite.asgi) on a free port, asking the scripted stand-in."""
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
-    from researchsite.asgi import application
-
-    channel_layers.backends.clear()  # the server thread's loop gets a layer of its own
-    with serve_asgi(application, lifespan="on") as url:
-        yield url
-    channel_layers.backends.clear()
 
 
 def token_for(user, *scopes: str, name: str = "script", **fields) -> str:
