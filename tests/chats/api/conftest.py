@@ -38,7 +38,7 @@ def api_client(site: str, token: str | None) -> httpx.Client:
 
 
 @pytest.fixture
-def client(site, user) -> Iterator[httpx.Client]:
+def api(site, user) -> Iterator[httpx.Client]:
     """The user's client, with a read and ask token."""
     with api_client(site, token_for(user)) as http:
         yield http

@@ -22,11 +22,11 @@ def paced_answer(pause: float = 0.02) -> Reply:
     return Reply.events(*answer_stream("".join(WORDS), pieces=len(WORDS)), pause=pause)
 
 
-def read(client: httpx.Client, turn_id: int, *, after: str | None = None, stop_after: int = 0):
+def read(api: httpx.Client, turn_id: int, *, after: str | None = None, stop_after: int = 0):
     """The stream's SSE events, until it ends (or after `stop_after` of them, cutting it)."""
     headers = {"Last-Event-ID": after} if after is not None else {}
     events = []
-    with connect_sse(client, "GET", f"/turns/{turn_id}/events", headers=headers) as source:
+    with connect_sse(api, "GET", f"/turns/{turn_id}/events", headers=headers) as source:
         assert source.response.headers["content-type"].startswith("text/event-stream")
         for event in source.iter_sse():
             events.append(event)
@@ -35,13 +35,13 @@ def read(client: httpx.Client, turn_id: int, *, after: str | None = None, stop_a
     return events
 
 
-def test_the_stream_is_the_turns_events_then_turn_finished(client, upstream):
+def test_the_stream_is_the_turns_events_then_turn_finished(api, upstream):
     upstream.queue(paced_answer())
-    chat = client.post("/chats", json={}).json()["id"]
-    turn = client.post(f"/chats/{chat}/turns", json={"question": "q"}).json()
+    chat = api.post("/chats", json={}).json()["id"]
+    turn = api.post(f"/chats/{chat}/turns", json={"question": "q"}).json()
     assert turn["status"] == "streaming"
 
-    events = read(client, turn["id"])
+    events = read(api, turn["id"])
     *relayed, finished = events
     assert finished.event == "turn.finished"
     card = json.loads(finished.data)
@@ -51,19 +51,19 @@ def test_the_stream_is_the_turns_events_then_turn_finished(client, upstream):
     assert "".join(json.loads(e.data).get("content", "") for e in relayed) == "".join(WORDS)
     assert all(json.loads(e.data)["seq"] == int(e.id) for e in relayed)
     # A finished turn replays its events and ends.
-    assert [(e.id, e.event, e.data) for e in read(client, turn["id"])] == [
+    assert [(e.id, e.event, e.data) for e in read(api, turn["id"])] == [
         (e.id, e.event, e.data) for e in events
     ]
 
 
-def test_a_stream_cut_after_its_fifth_event_resumes_after_it_once_in_order(client, upstream):
+def test_a_stream_cut_after_its_fifth_event_resumes_after_it_once_in_order(api, upstream):
     upstream.queue(paced_answer(pause=0.05))
-    chat = client.post("/chats", json={}).json()["id"]
-    turn_id = client.post(f"/chats/{chat}/turns", json={"question": "q"}).json()["id"]
+    chat = api.post("/chats", json={}).json()["id"]
+    turn_id = api.post(f"/chats/{chat}/turns", json={"question": "q"}).json()["id"]
 
-    first = read(client, turn_id, stop_after=5)
+    first = read(api, turn_id, stop_after=5)
     assert Turn.objects.get(pk=turn_id).status == "streaming"  # cut while it streams
-    rest = read(client, turn_id, after=first[-1].id)
+    rest = read(api, turn_id, after=first[-1].id)
 
     assert rest[-1].event == "turn.finished"
     seqs = [int(e.id) for e in first + rest[:-1]]
@@ -72,13 +72,13 @@ def test_a_stream_cut_after_its_fifth_event_resumes_after_it_once_in_order(clien
     assert len(logged) > 10
 
 
-def test_a_stream_counts_as_one_of_the_users_live_connections(client, upstream, settings, user):
+def test_a_stream_counts_as_one_of_the_users_live_connections(api, upstream, settings, user):
     settings.WS_MAX_SOCKETS_PER_USER = 1
     upstream.respond = lambda request: Reply(body=[Stall()])
-    chat = client.post("/chats", json={}).json()["id"]
-    turn_id = client.post(f"/chats/{chat}/turns", json={"question": "q"}).json()["id"]
-    with connect_sse(client, "GET", f"/turns/{turn_id}/events") as open_stream:
+    chat = api.post("/chats", json={}).json()["id"]
+    turn_id = api.post(f"/chats/{chat}/turns", json={"question": "q"}).json()["id"]
+    with connect_sse(api, "GET", f"/turns/{turn_id}/events") as open_stream:
         assert open_stream.response.status_code == 200
-        refused = client.get(f"/turns/{turn_id}/events")
+        refused = api.get(f"/turns/{turn_id}/events")
         assert refused.status_code == 429 and "live connections" in refused.json()["detail"]
-    client.post(f"/turns/{turn_id}/stop")
+    api.post(f"/turns/{turn_id}/stop")

@@ -11,14 +11,14 @@ from tests.chats.api.conftest import CLAIMS, api_client, cited_reply, token_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_ask_and_wait_gives_the_cited_answer_as_an_ordinary_chat(client, upstream, user):
+def test_ask_and_wait_gives_the_cited_answer_as_an_ordinary_chat(api, upstream, user):
     upstream.queue(cited_reply())
-    created = client.post("/chats", json={"title": "Chips"})
+    created = api.post("/chats", json={"title": "Chips"})
     assert created.status_code == 201, created.text
     chat = created.json()
     assert chat["title"] == "Chips" and chat["agent"] == "bigdata"
 
-    asked = client.post(
+    asked = api.post(
         f"/chats/{chat['id']}/turns?wait=true", json={"question": "How did NVIDIA do?"}
     )
     assert asked.status_code == 201, asked.text
@@ -37,8 +37,8 @@ def test_ask_and_wait_gives_the_cited_answer_as_an_ordinary_chat(client, upstrea
     # An ordinary chat of the user's library, with the same answer.
     stored = Turn.objects.get(pk=turn["id"])
     assert stored.chat.owner == user and stored.answer_text == turn["answer_text"]
-    assert client.get(f"/turns/{turn['id']}").json() == turn
-    detail = client.get(f"/chats/{chat['id']}").json()
+    assert api.get(f"/turns/{turn['id']}").json() == turn
+    detail = api.get(f"/chats/{chat['id']}").json()
     assert detail["branch"] == [turn["id"]] and detail["turns"][0]["status"] == "complete"
 
 
@@ -81,55 +81,53 @@ def test_a_read_token_asking_gets_403_and_bad_tokens_401(site, user):
     assert not Turn.objects.exists()
 
 
-def test_limits_answer_409_and_429_as_the_page_is_refused(client, upstream, user, settings):
+def test_limits_answer_409_and_429_as_the_page_is_refused(api, upstream, user, settings):
     settings.AGENT_MAX_CONCURRENT_TURNS = 2
     upstream.respond = lambda request: Reply(body=[Stall()])  # every turn streams on
-    first, second, third = (client.post("/chats", json={}).json()["id"] for _ in range(3))
-    assert client.post(f"/chats/{first}/turns", json={"question": "a"}).status_code == 201
-    busy = client.post(f"/chats/{first}/turns", json={"question": "b"})
+    first, second, third = (api.post("/chats", json={}).json()["id"] for _ in range(3))
+    assert api.post(f"/chats/{first}/turns", json={"question": "a"}).status_code == 201
+    busy = api.post(f"/chats/{first}/turns", json={"question": "b"})
     assert busy.status_code == 409 and "still answering" in busy.json()["detail"]
-    assert client.post(f"/chats/{second}/turns", json={"question": "c"}).status_code == 201
-    many = client.post(f"/chats/{third}/turns", json={"question": "d"})
+    assert api.post(f"/chats/{second}/turns", json={"question": "c"}).status_code == 201
+    many = api.post(f"/chats/{third}/turns", json={"question": "d"})
     assert many.status_code == 429 and "2 answers being written" in many.json()["detail"]
     for turn in Turn.objects.filter(status="streaming"):
-        assert client.post(f"/turns/{turn.pk}/stop").status_code == 202
+        assert api.post(f"/turns/{turn.pk}/stop").status_code == 202
 
 
-def test_every_error_is_json_with_its_status(client):
+def test_every_error_is_json_with_its_status(api):
     cases = [
-        (client.get("/no-such-thing"), 404),
-        (client.put("/chats"), 405),
-        (client.post("/chats/1/turns", json={}), 400),  # no question
+        (api.get("/no-such-thing"), 404),
+        (api.put("/chats"), 405),
+        (api.post("/chats/1/turns", json={}), 400),  # no question
         (
-            client.post(
-                "/chats", content=b"{not json", headers={"Content-Type": "application/json"}
-            ),
+            api.post("/chats", content=b"{not json", headers={"Content-Type": "application/json"}),
             400,
         ),
-        (client.get("/chats/999999"), 404),
-        (client.post("/chats", json={"agent": "nobody"}), 400),
-        (client.get("/turns/1/events", headers={"Last-Event-ID": "five"}), 400),
+        (api.get("/chats/999999"), 404),
+        (api.post("/chats", json={"agent": "nobody"}), 400),
+        (api.get("/turns/1/events", headers={"Last-Event-ID": "five"}), 400),
     ]
     for answer, status in cases:
         assert answer.status_code == status, answer.text
         assert answer.headers["Content-Type"].startswith("application/json")
         assert isinstance(answer.json()["detail"], str) and answer.json()["detail"]
-    outside = client.get("/../../api/nothing/here")
+    outside = api.get("/../../api/nothing/here")
     assert outside.status_code == 404 and outside.json()["detail"]
 
 
-def test_a_question_is_checked_as_the_page_checks_it(client, settings):
-    chat = client.post("/chats", json={}).json()["id"]
+def test_a_question_is_checked_as_the_page_checks_it(api, settings):
+    chat = api.post("/chats", json={}).json()["id"]
     turns = f"/chats/{chat}/turns"
-    long = client.post(turns, json={"question": "x" * (settings.MESSAGE_MAX_CHARS + 1)})
+    long = api.post(turns, json={"question": "x" * (settings.MESSAGE_MAX_CHARS + 1)})
     assert long.status_code == 400 and "limited to" in long.json()["detail"]
-    blank = client.post(turns, json={"question": "   "})
+    blank = api.post(turns, json={"question": "   "})
     assert blank.status_code == 400 and blank.json()["detail"] == "Write a question first."
-    bad = client.post(turns, json={"question": "q", "options": {"freshness_boost": 11}})
+    bad = api.post(turns, json={"question": "q", "options": {"freshness_boost": 11}})
     assert bad.status_code == 400 and "freshness_boost" in bad.json()["detail"]
     assert not Turn.objects.exists()
 
 
-def test_a_token_in_the_url_is_refused(client):
-    answer = client.get("/chats", params={"token": "rsk_abc"})
+def test_a_token_in_the_url_is_refused(api):
+    answer = api.get("/chats", params={"token": "rsk_abc"})
     assert answer.status_code == 400 and "never in the URL" in answer.json()["detail"]
