@@ -32,7 +32,7 @@ def test_a_token_is_stored_as_its_sha256_only(user):
 
 
 def test_last_use_is_written_at_most_once_a_minute(user, django_assert_num_queries):
-    token, raw = api_token_create(owner=user, name="script", scopes=["read"])
+    _, raw = api_token_create(owner=user, name="script", scopes=["read"])
     with django_assert_num_queries(2):  # the lookup, then the first use written
         api_token_authenticate(raw=raw)
     with django_assert_num_queries(1):  # within the minute: the lookup alone
