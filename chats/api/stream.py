@@ -2,14 +2,15 @@
 
 The stream follows the turn's chat as a page's socket does (`chats/live/follow.py`): it joins the
 relay, then reads the event log after its cursor (the `Last-Event-ID` header, else 0), so it
-sees every event at least once, and seqs dedupe; frames that do not follow on from the cursor,
-or a follower fallen behind, are caught up from the log. Each event is one SSE event: `id:` its
-seq, `event:` its type (ANSWER, ACTION, ...), `data:` the JSON the page is sent for it, cut from
-the frame's already encoded text (`protocol.encoded_events`). It ends after `turn.finished`,
-whose `data:` is the frame the page gets (the finished turn's card); a finished turn replays
-its events and ends. `turn.notice` frames (a retry's notice) pass as they are, without an id.
-A comment line every KEEPALIVE_SECONDS keeps proxies from closing a quiet stream; the stream ends
-if its token stops being usable meanwhile.
+sees every event at least once, and seqs dedupe; a frame that does not follow on from the
+cursor, or a follower fallen behind, is caught up from the log. Each frame the page gets is one
+server-sent event (`protocol.event_stream_text`): `event: turn.events`, `data:` the frame's JSON,
+its text as the relay carries it (the events after the previous frame's, each with its `seq`),
+and `id:` the seq of its last event, after which `Last-Event-ID` resumes; the log is sent as such
+frames too. It ends after `event: turn.finished`, whose `data:` is the frame the page gets (the
+finished turn's card); a finished turn replays its events and ends. `turn.notice` frames (a
+retry's notice) pass without an id. A comment line every KEEPALIVE_SECONDS keeps proxies from
+closing a quiet stream; the stream ends if its token stops being usable meanwhile.
 
 A stream counts as one of its user's live connections (WS_MAX_SOCKETS_PER_USER, pages and
 streams together, `chats.live.limits`). Its database work goes to the process's one database
@@ -22,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
@@ -33,10 +35,9 @@ from ninja.errors import HttpError
 
 from chats.api.models import ApiToken
 from chats.api.selectors import api_token_is_usable
-from chats.live.compact_json import compact_json
 from chats.live.follow import CATCH_UP, FrameOutbox, Placement, log_chunks, place_events
 from chats.live.limits import get_socket_leases, socket_close, socket_open
-from chats.live.protocol import EventView, encoded_events
+from chats.live.protocol import EventView, encode, event_stream_text, turn_events
 from chats.live.relay import RelayFrame, get_relay
 from chats.models import Turn
 from chats.run.cards import turn_card_frame
@@ -45,10 +46,10 @@ from chats.selectors import turn_events_after, turn_get_for_user
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = "keepalive"  # an outbox item: time to say something on a quiet stream
 DESCRIPTION = (
-    "Server-sent events: for each event of the turn `id:` its sequence number, `event:` its type "
-    "(ANSWER, ACTION, PLANNING, ...), `data:` its JSON as the chat page receives it; then "
-    "`event: turn.finished` with the finished turn's card, and the stream ends. Send "
-    "`Last-Event-ID` to resume after that event."
+    "Server-sent events, each a frame the chat page receives: `event: turn.events`, `data:` "
+    'its JSON ({"type": "turn.events", "turn_id": ..., "events": [{"seq": ..., "type": ...}, '
+    "...]}), `id:` the seq of its last event; then `event: turn.finished` with the finished "
+    "turn's card, and the stream ends. Send `Last-Event-ID` to resume after that event."
 )
 
 T = TypeVar("T")
@@ -67,9 +68,7 @@ async def turn_event_stream(request: HttpRequest, token: ApiToken, turn_id: int)
     await database_sync_to_async(connections.close_all)()
     slot = f"api-stream.{uuid.uuid4().hex}"
     turn = await on_database_thread(_open, user=token.owner, turn_id=turn_id, slot=slot)
-    response = StreamingHttpResponse(
-        TurnEvents(turn, after, token.pk, slot).frames(), content_type="text/event-stream"
-    )
+    response = EventStreamResponse(TurnEvents(turn, after, token.pk, slot))
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"  # nginx: pass each event on as it comes
     return response
@@ -102,16 +101,23 @@ async def _read_log(turn_id: int, after_seq: int, limit: int) -> list[EventView]
     )
 
 
-def _finished_card(turn_id: int) -> str | None:
+def _finished_card(turn_id: int) -> RelayFrame | None:
     """The finished turn's `turn.finished` frame as the page gets it, or None while it streams."""
     turn = Turn.objects.select_related("chat").get(pk=turn_id)
     if not turn.is_finished:
         return None
-    return compact_json(turn_card_frame("turn.finished", turn))
+    return encode(turn_card_frame("turn.finished", turn))
 
 
 class TurnEvents:
-    """One stream: its cursor, its outbox on the relay, and the bytes it writes."""
+    """One stream, as the async iterator of its response's bytes: its cursor, its outbox on the
+    relay, and what it writes next.
+
+    A plain async iterator (`__anext__`), not an async generator: every frame passes through
+    it, and a generator's own machinery cost more per frame than all the rest of the way from
+    the relay to the socket (bench/api_stream.py). The server calls `aclose` when the response
+    ends, however it ends (the client may have gone).
+    """
 
     def __init__(self, turn: Turn, after: int, token_id: int, slot: str) -> None:
         self.turn_id = turn.pk
@@ -120,93 +126,113 @@ class TurnEvents:
         self.token_id = token_id
         self.slot = slot
         self.outbox = FrameOutbox(chat_id=turn.chat_id, max_queued=settings.WS_MAX_QUEUED_FRAMES)
+        self.pending: deque[bytes] = deque()  # written next, before anything else
+        self.keepalive: asyncio.TimerHandle | None = None
+        self.started = False
+        self.ended = False  # nothing more to write once `pending` is empty
+        self.closed = False
 
-    async def frames(self) -> AsyncIterator[bytes]:
-        relay = get_relay()
-        loop = asyncio.get_running_loop()
+    def __aiter__(self) -> TurnEvents:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.pending:
+            return self.pending.popleft()
+        if not self.started:
+            await self._start()
+            if self.pending:
+                return self.pending.popleft()
+        while not self.ended:
+            item = await self.outbox.next()
+            if item is CATCH_UP:  # frames may have been lost: the log has them
+                chunks = await self._from_log(or_end=True)
+            elif item is KEEPALIVE:
+                if not await on_database_thread(api_token_is_usable, token_id=self.token_id):
+                    break
+                chunks = [b": keepalive\n\n"]
+                self._keep_alive()
+            elif item.turn_id != self.turn_id:
+                continue  # another turn of the chat
+            elif item.kind == "turn.events":
+                placement = place_events(item, self.cursor)
+                if placement is Placement.NEXT:  # the usual case, and the cheapest
+                    self.cursor = item.last_seq
+                    return event_stream_text(item).encode()
+                if placement is Placement.SEEN:
+                    continue
+                chunks = await self._from_log()  # events were lost on the way
+            elif item.kind == "turn.finished":
+                chunks = await self._from_log()
+                chunks.append(event_stream_text(item).encode())
+                self.ended = True
+            elif item.kind == "turn.notice":
+                return event_stream_text(item).encode()
+            else:
+                continue  # turn.started, turn.checked: not this stream's
+            if chunks:
+                self.pending.extend(chunks[1:])
+                return chunks[0]
+        if self.pending:
+            return self.pending.popleft()
+        raise StopAsyncIteration
+
+    async def _start(self) -> None:
+        """Follow the chat, then read the log after the cursor (nothing falls between), and end
+        at once if the turn has ended."""
+        self.started = True
         # Held from the first read on: a response never read leaves a row whose lease lapses.
         get_socket_leases().hold(self.slot)
-        keepalive = loop.call_later(KEEPALIVE_SECONDS, self._keepalive)
-        try:
-            await relay.join(self.chat_id, self.outbox)  # then read the log: nothing falls between
-            async for chunk in self._catch_up():
-                yield chunk
+        self._keep_alive()
+        await get_relay().join(self.chat_id, self.outbox)
+        self.pending.extend(await self._from_log(or_end=True))
+
+    async def aclose(self) -> None:
+        """Stop following the chat and release the live connection."""
+        if self.closed or not self.started:
+            return
+        self.closed = True
+        self.keepalive.cancel()
+        await get_relay().leave(self.chat_id, self.outbox)
+        get_socket_leases().release(self.slot)
+        await on_database_thread(socket_close, channel_name=self.slot)
+
+    def _keep_alive(self) -> None:
+        """Put a keep-alive in the outbox KEEPALIVE_SECONDS from now."""
+        loop = asyncio.get_running_loop()
+        self.keepalive = loop.call_later(KEEPALIVE_SECONDS, self.outbox.put, KEEPALIVE)
+
+    async def _from_log(self, *, or_end: bool = False) -> list[bytes]:
+        """The logged events after the cursor; with `or_end`, then `turn.finished` if the turn
+        has ended (the stream's end: `ended`)."""
+        chunks = await self._logged()
+        if or_end:
             finished = await on_database_thread(_finished_card, turn_id=self.turn_id)
-            if finished is not None:
-                async for chunk in self._end(finished):
-                    yield chunk
-                return
-            while True:
-                item = await self.outbox.next()
-                if item is KEEPALIVE:
-                    if not await on_database_thread(api_token_is_usable, token_id=self.token_id):
-                        return
-                    yield b": keepalive\n\n"
-                    keepalive = loop.call_later(KEEPALIVE_SECONDS, self._keepalive)
-                    continue
-                if item is CATCH_UP:
-                    async for chunk in self._catch_up():
-                        yield chunk
-                    finished = await on_database_thread(_finished_card, turn_id=self.turn_id)
-                    if finished is not None:
-                        async for chunk in self._end(finished):
-                            yield chunk
-                        return
-                    continue
-                frame: RelayFrame = item
-                if frame.turn_id != self.turn_id:
-                    continue  # another turn of the chat
-                if frame.kind == "turn.events":
-                    placement = place_events(frame, self.cursor)
-                    if placement is Placement.NEXT:
-                        yield self._sse(encoded_events(frame))
-                    elif placement is Placement.GAP:  # the log holds what was lost
-                        async for chunk in self._catch_up():
-                            yield chunk
-                elif frame.kind == "turn.notice":
-                    yield f"event: turn.notice\ndata: {frame.text}\n\n".encode()
-                elif frame.kind == "turn.finished":
-                    async for chunk in self._end(frame.text):
-                        yield chunk
-                    return
-        finally:
-            keepalive.cancel()
-            await relay.leave(self.chat_id, self.outbox)
-            get_socket_leases().release(self.slot)
-            await on_database_thread(socket_close, channel_name=self.slot)
+            if finished is not None:  # the log is complete: what it gained meanwhile, then the end
+                chunks += await self._logged()
+                chunks.append(event_stream_text(finished).encode())
+                self.ended = True
+        return chunks
 
-    def _keepalive(self) -> None:
-        self.outbox.put(KEEPALIVE)
-
-    def _sse(self, events: list) -> bytes:
-        """The events after the cursor as SSE events, in one piece; the cursor moves past them."""
-        lines = []
-        for event in events:
-            if event.seq > self.cursor:
-                lines.append(f"id: {event.seq}\nevent: {event.type}\ndata: {event.text}\n\n")
-                self.cursor = event.seq
-        return "".join(lines).encode()
-
-    async def _catch_up(self) -> AsyncIterator[bytes]:
-        """The logged events after the cursor."""
+    async def _logged(self) -> list[bytes]:
+        """The log after the cursor, as `turn.events` frames of up to REPLAY_CHUNK events."""
+        chunks = []
         async for views in log_chunks(_read_log, self.turn_id, self.cursor):
-            chunk = self._sse([_LoggedEvent(view) for view in views])
-            if chunk:
-                yield chunk
-
-    async def _end(self, finished: str) -> AsyncIterator[bytes]:
-        """Whatever the log holds past the cursor, then `turn.finished`."""
-        async for chunk in self._catch_up():
-            yield chunk
-        yield f"event: turn.finished\ndata: {finished}\n\n".encode()
+            fresh = [view for view in views if view["seq"] > self.cursor]
+            if fresh:
+                self.cursor = fresh[-1]["seq"]
+                frame = encode(turn_events(self.turn_id, fresh))
+                chunks.append(event_stream_text(frame).encode())
+        return chunks
 
 
-class _LoggedEvent:
-    """An event read back from the log, spelled as `encoded_events` gives a relayed one."""
+class EventStreamResponse(StreamingHttpResponse):
+    """A `text/event-stream` response whose stream's bytes go to the server as they come:
+    Django's per-chunk wrapping of an async iterator (two generators, one `make_bytes` per
+    chunk) is skipped, as the chunks are bytes already."""
 
-    __slots__ = ("seq", "text", "type")
+    def __init__(self, events: TurnEvents) -> None:
+        super().__init__(events, content_type="text/event-stream")
+        self._events = events
 
-    def __init__(self, view: EventView) -> None:
-        self.seq = view["seq"]
-        self.type = view["type"]
-        self.text = compact_json(view)
+    def __aiter__(self) -> TurnEvents:
+        return self._events

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -86,40 +86,14 @@ def encode(frame: ChatFrame, received_at: float = 0.0) -> RelayFrame:
     return RelayFrame(frame["type"], frame["turn_id"], text, first, last, received_at)
 
 
-class EncodedEvent(NamedTuple):
-    """One event of an encoded `turn.events` frame: its seq, its type and its JSON text."""
-
-    seq: int
-    type: str
-    text: str
-
-
-_EVENTS_START = '"events":['
-_NEXT_EVENT = ',{"seq":'
-
-
-def encoded_events(frame: RelayFrame) -> list[EncodedEvent]:
-    """The events a `turn.events` frame carries, each as the JSON text `encode` wrote for it:
-    cut from the frame's text, not encoded again (an API event stream sends them one by one).
-
-    `encode` writes each event as an object whose first keys are `seq` and `type` (`event_view`
-    builds them first), and no other object of the frame has a `seq` key. In JSON text a `"`
-    inside a string is always escaped, so `,{"seq":` occurs only where the next event begins.
-    """
-    text = frame.text
-    start = text.index(_EVENTS_START) + len(_EVENTS_START)
-    end = text.rindex("]")  # `events` is the frame's last key: its text ends with `]}`
-    found = []
-    while start < end:
-        stop = text.find(_NEXT_EVENT, start, end)
-        if stop == -1:
-            stop = end
-        event = text[start:stop]  # {"seq":12,"type":"ANSWER",...}
-        comma = event.index(",", 7)
-        type_end = event.index('"', comma + 9)  # past ,"type":"
-        found.append(EncodedEvent(int(event[7:comma]), event[comma + 9 : type_end], event))
-        start = stop + 1
-    return found
+def event_stream_text(frame: RelayFrame) -> str:
+    """A frame as one server-sent event of the API's event stream (chats/api/stream.py): `event:`
+    its type, `data:` its JSON text as the page receives it, and for `turn.events` `id:` the seq
+    of the last event it carries. Around the frame's own text: nothing is encoded again, so a
+    stream costs what a page's socket costs per event (bench/api_stream.py)."""
+    if frame.last_seq:
+        return f"id: {frame.last_seq}\nevent: {frame.kind}\ndata: {frame.text}\n\n"
+    return f"event: {frame.kind}\ndata: {frame.text}\n\n"
 
 
 # --- Browser → server ------------------------------------------------------------------------

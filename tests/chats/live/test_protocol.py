@@ -10,13 +10,10 @@ from typing import Any, Literal, NotRequired, Union, get_args, get_origin
 
 import pytest
 from channels.layers import get_channel_layer
-from hypothesis import given
-from hypothesis import strategies as st
 
 from chats.agent.providers.bigdata import event_from_message
 from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
-from chats.live.compact_json import compact_json
 from chats.live.protocol import (
     Ask,
     Rerun,
@@ -286,42 +283,18 @@ def test_binary_and_oversized_frames_are_refused():
         decode_client_frame('{"type": "ask", "message": "' + "é" * 8200 + '"}')
 
 
-# --- Events cut from an encoded frame (an API event stream sends them one by one) ---------------
-
-_PIECES = ['"', "\\", ",", "{", "}", "[", "]", ":", '{"seq":', ',{"seq":1}', "é", "\ud800", "a"]
-_TEXT = st.lists(st.sampled_from(_PIECES), max_size=8).map("".join)
+# --- The API's event stream: each frame one server-sent event, around its own text ------------
 
 
-@st.composite
-def event_views(draw) -> list[dict[str, Any]]:
-    """Views as `event_view` builds them (seq and type first), with text that looks like JSON."""
-    views = []
-    first = draw(st.integers(1, 10**9))
-    for seq in range(first, first + draw(st.integers(1, 5))):
-        view: dict[str, Any] = {"seq": seq, "type": draw(st.sampled_from(["ANSWER", "ACTION"]))}
-        for key in draw(st.lists(st.sampled_from(["content", "status", "alert"]), unique=True)):
-            view[key] = draw(_TEXT)
-        if draw(st.booleans()):
-            view["activity"] = {"text": draw(_TEXT), "kind": "action"}
-        views.append(view)
-    return views
-
-
-@given(event_views())
-def test_encoded_events_are_each_events_own_json_text(views):
+def test_a_frame_is_one_server_sent_event_around_its_own_text():
+    views = [
+        event_view(4, event_from_message({"type": "ANSWER", "content": "a\nb"})),
+        event_view(5, event_from_message({"type": "ANSWER", "content": "c"})),
+    ]
     frame = protocol.encode(protocol.turn_events(7, views))
-    found = protocol.encoded_events(frame)
-    assert [(e.seq, e.type) for e in found] == [(v["seq"], v["type"]) for v in views]
-    assert [json.loads(e.text) for e in found] == [json.loads(compact_json(v)) for v in views]
-    strings = json.dumps(views, ensure_ascii=False)
-    if "\ud800" not in strings:  # else the whole frame went through the standard library
-        assert [e.text for e in found] == [compact_json(v) for v in views]
-
-
-def test_encoded_events_of_real_events_and_of_the_standard_librarys_fallback():
-    answer = event_view(3, event_from_message({"type": "ANSWER", "content": 'a ,{"seq":4} b'}))
-    lone = event_view(4, event_from_message({"type": "ANSWER", "content": "\ud800"}))  # orjson: no
-    frame = protocol.encode(protocol.turn_events(1, [answer, lone]))
-    found = protocol.encoded_events(frame)
-    assert [(e.seq, e.type) for e in found] == [(3, "ANSWER"), (4, "ANSWER")]
-    assert [json.loads(e.text)["content"] for e in found] == ['a ,{"seq":4} b', "\ud800"]
+    assert protocol.event_stream_text(frame) == (
+        f"id: 5\nevent: turn.events\ndata: {frame.text}\n\n"  # its last event's seq
+    )
+    assert "\n" not in frame.text  # one data line: JSON escapes the answer's newline
+    notice = protocol.encode(protocol.turn_notice(7, "Retrying"))
+    assert protocol.event_stream_text(notice) == f"event: turn.notice\ndata: {notice.text}\n\n"
