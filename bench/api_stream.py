@@ -16,21 +16,20 @@ A. Delivery, in process (deterministic, CPU-bound; bench/stages.py's load and he
      chunked encoding does (each stream begun on a turn row with an empty log, untimed).
 B. The served site (bench/streaming.py's part 2): one real site (`python -m researchsite.serve`,
    SQLite, the in-memory channel layer, 1 worker) and the scripted stand-in agent. In each round
-   `--chats` chats each ask one paced turn (`--events` at `--rate`/s) at once, each followed to
-   its `turn.finished` in one of three ways, taking turns round by round (so that none always
-   runs on a warmer or busier machine):
-   - ws: the page's way, a websocket per chat (`ask`, then its frames);
-   - sse: the API's way, `POST /api/v1/chats/{id}/turns`, then `GET /api/v1/turns/{id}/events`
-     read to `turn.finished`, each chat's analyst with an API token;
-   - none: `POST /api/v1/chats/{id}/turns?wait=true`, nothing following the turn: what running
-     the turns costs by itself (the agent's stream read, parsed, logged, finished).
-   A round's figure is the server's CPU time (/proc) over the round divided by the events its
-   turns relayed; each way's is the median of its rounds. Every turn must arrive whole (every
-   event once, in order, then turn.finished).
+   `--chats` chats each ask one paced turn (`--events` at `--rate`/s) at once, through the API
+   (`POST /api/v1/chats/{id}/turns`, each chat's analyst with a token), each followed to its
+   `turn.finished` one way, the ways taking turns round by round (so that neither always runs
+   on a warmer or busier machine):
+   - ws: the page's way, its socket opened before the question is asked;
+   - sse: the API's way, `GET /api/v1/turns/{id}/events` read to `turn.finished`.
+   A round's figure is the server's CPU time (/proc, uvicorn's process) over the round, from
+   opening the sockets or asking, divided by the events its turns relayed: the turns' own cost
+   (reading, parsing, logging, finishing) and the following's, per-turn costs included; each
+   way's is the median of its rounds. Every turn must arrive whole (every event once, in order,
+   then turn.finished "complete").
 
 The ratios: the stream's CPU per event over the websocket's (A: the delivery path; B: the whole
-server, and what following costs on top of the turns, (sse - none) / (ws - none)). Not a test;
-nothing fails the process.
+server). Not a test; nothing fails the process.
 """
 
 from __future__ import annotations
@@ -78,41 +77,48 @@ def tokens_for(site: bench.Site) -> dict[int, str]:
     return {int(chat): token for chat, token in json.loads(out.split("BENCH", 1)[1]).items()}
 
 
-async def by_websocket(site: bench.Site, chats: list[int], text: str, events: int) -> list[bool]:
-    sockets = await bench.open_sockets(site, chats)
-    try:
-        results = await asyncio.gather(*(s.ask(text, expected=events) for s in sockets))
-    finally:
-        await asyncio.gather(*(s.close() for s in sockets), return_exceptions=True)
-    return [bench.ChatSocket.whole(result, events) for result in results]
-
-
-async def by_stream(client, tokens: dict[int, str], chat: int, text: str, events: int) -> bool:
-    """Ask through the API, then read the turn's event stream to its end: every event once,
-    in order, then turn.finished."""
-    headers = {"Authorization": f"Bearer {tokens[chat]}"}
+async def ask(client, token: str, chat: int, text: str) -> int:
+    """Start the turn through the API: the same way for both ways of following it."""
+    headers = {"Authorization": f"Bearer {token}"}
     asked = await client.post(
         f"/api/v1/chats/{chat}/turns", json={"question": text}, headers=headers
     )
-    turn = asked.json()["id"]
-    seq, finished = 0, False
-    async with client.stream("GET", f"/api/v1/turns/{turn}/events", headers=headers) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("id: "):
-                if int(line[4:]) != seq + 1:
+    return asked.json()["id"]
+
+
+async def by_websocket(socket: bench.ChatSocket, ask_turn, events: int) -> bool:
+    """Follow the chat's page socket (opened before the ask) to turn.finished: every event
+    once, in order."""
+    await ask_turn()
+    seq = 0
+    while True:
+        frame = json.loads(await socket.ws.recv())
+        if frame["type"] == "turn.events":
+            for event in frame["events"]:
+                if event["seq"] != seq + 1:
                     return False
                 seq += 1
-            elif line == "event: turn.finished":
-                finished = True
-    return finished and seq == events
+        elif frame["type"] == "turn.finished":
+            return frame["status"] == "complete" and seq == events
 
 
-async def unfollowed(client, tokens: dict[int, str], chat: int, text: str, events: int) -> bool:
-    headers = {"Authorization": f"Bearer {tokens[chat]}"}
-    asked = await client.post(
-        f"/api/v1/chats/{chat}/turns?wait=true", json={"question": text}, headers=headers
-    )
-    return asked.json()["status"] == "complete"
+async def by_stream(client, token: str, ask_turn, events: int) -> bool:
+    """Follow the turn's event stream to turn.finished: every event once, in order."""
+    turn = await ask_turn()
+    seq, kind = 0, ""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with client.stream("GET", f"/api/v1/turns/{turn}/events", headers=headers) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: ") and kind == "turn.events":
+                for event in json.loads(line[6:])["events"]:
+                    if event["seq"] != seq + 1:
+                        return False
+                    seq += 1
+            elif line.startswith("data: ") and kind == "turn.finished":
+                return json.loads(line[6:])["status"] == "complete" and seq == events
+    return False
 
 
 async def one_round(way: str, site, client, tokens, args) -> tuple[float, int, int]:
@@ -121,11 +127,24 @@ async def one_round(way: str, site, client, tokens, args) -> tuple[float, int, i
     text = bench.question(events=args.events, rate=args.rate)
     before = site.cpu_seconds()
     if way == "ws":
-        whole = await by_websocket(site, chats, text, args.events)
+        sockets = await bench.open_sockets(site, chats)
+        try:
+            whole = await asyncio.gather(
+                *(
+                    by_websocket(s, lambda c=c: ask(client, tokens[c], c, text), args.events)
+                    for s, c in zip(sockets, chats, strict=True)
+                )
+            )
+        finally:
+            await asyncio.gather(*(s.close() for s in sockets), return_exceptions=True)
     else:
-        follow = by_stream if way == "sse" else unfollowed
         whole = await asyncio.gather(
-            *(follow(client, tokens, chat, text, args.events) for chat in chats)
+            *(
+                by_stream(
+                    client, tokens[c], lambda c=c: ask(client, tokens[c], c, text), args.events
+                )
+                for c in chats
+            )
         )
     return site.cpu_seconds() - before, args.chats * args.events, sum(whole)
 
@@ -228,7 +247,7 @@ def delivery(args) -> dict[str, float]:
 async def served(args, loop_name: str) -> None:
     import httpx
 
-    ways = ["ws", "sse", "none"]
+    ways = ["ws", "sse"]
     print(f"\n## B. The served site ({loop_name} client)\n")
     print(f"{args.chats} chats a round, one turn each of {args.events} events at {args.rate:g}/s\n")
     figures: dict[str, list[float]] = {way: [] for way in ways}
@@ -239,7 +258,7 @@ async def served(args, loop_name: str) -> None:
             "uvicorn",
             upstream.url,
             database,
-            chats=args.chats * (args.rounds * len(ways) + 1),
+            chats=args.chats * (args.rounds * len(ways) + 1),  # a fresh chat for every turn
             extra_env={"WATCH_WORKER": "false"},  # no task worker polling the database
         )
         with site:
@@ -249,7 +268,7 @@ async def served(args, loop_name: str) -> None:
                 tokens = tokens_for(site)
                 await one_round("ws", site, client, tokens, args)  # warm up: imports, pools
                 for round_ in range(args.rounds):
-                    order = ways[round_ % 3 :] + ways[: round_ % 3]
+                    order = ways if round_ % 2 == 0 else ways[::-1]
                     for way in order:
                         cpu, events, whole = await one_round(way, site, client, tokens, args)
                         figures[way].append(cpu / events * 1e6)
@@ -262,10 +281,7 @@ async def served(args, loop_name: str) -> None:
     medians = [[way, f"{median[way]:.1f}"] for way in ways]
     print()
     print(bench.table(["way", "median server CPU µs/event"], medians))
-    ratio = median["sse"] / median["ws"]
-    follow = (median["sse"] - median["none"]) / (median["ws"] - median["none"])
-    print(f"\nStream / websocket, server CPU per event: {ratio:.2f}")
-    print(f"Of following alone (minus the unfollowed turns' cost): {follow:.2f}")
+    print(f"\nStream / websocket, server CPU per event: {median['sse'] / median['ws']:.2f}")
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ rate (a page's sockets are too: one bucket each).
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError
@@ -23,6 +22,7 @@ from ninja.throttling import BaseThrottle
 from chats.api.models import ApiToken
 from chats.api.services import PREFIX, api_token_authenticate
 from chats.live.limits import FrameRate
+from chats.loop.database_thread import on_database_thread
 
 NOT_SENT = "Send an API token as the header 'Authorization: Bearer <token>'."
 NOT_VALID = "This API token is not valid: it is unknown, revoked or expired."
@@ -53,7 +53,7 @@ async def token_with_scope(authorization: str | None, query_string: str, scope: 
     raw = bearer_token(authorization)
     if raw is None:
         raise AuthenticationError(message=NOT_SENT)
-    token = await database_sync_to_async(api_token_authenticate)(raw=raw)
+    token = await on_database_thread(api_token_authenticate, raw=raw)
     if token is None:
         raise AuthenticationError(message=NOT_VALID)
     if not token.has_scope(scope):

@@ -25,7 +25,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.urls import reverse
 from django.utils.html import strip_tags
 from mcp.server.mcpserver import Context, MCPServer
@@ -41,6 +40,7 @@ from chats.api.selectors import api_token_is_usable
 from chats.errors import RequestRefused
 from chats.library.search import chat_search_for_user
 from chats.live.protocol import parse_client_frame
+from chats.loop.database_thread import on_database_thread
 from chats.loop.per_loop import PerLoop
 from chats.models import Chat, Turn
 from chats.run.asks import ask_start
@@ -78,7 +78,7 @@ async def research(
         asked = parse_client_frame({"type": "ask", "message": question})  # the page's rules
     except RequestRefused as refused:
         raise ToolError(str(refused)) from refused
-    chat = await database_sync_to_async(_chat_for)(token.owner, agent, chat_id)
+    chat = await on_database_thread(_chat_for, token.owner, agent, chat_id)
     ask = TurnAsk(chat=chat, question=asked.message, research_effort=asked.research_effort)
     try:
         started = await ask_start(ask, lambda: api_token_is_usable(token_id=token.pk))
@@ -88,7 +88,7 @@ async def research(
         raise ToolError("This API token was revoked or has expired.")
     turn_id = started.turn.turn.pk
     await run_ended(turn_id)
-    return await database_sync_to_async(_answer)(turn_id)
+    return await on_database_thread(_answer, turn_id)
 
 
 def _chat_for(owner, agent: str | None, chat_id: int | None) -> Chat:
@@ -123,7 +123,7 @@ async def search_chats(query: str, ctx: Context) -> list[dict[str, Any]]:
     """Find your earlier research: chats matching every word of `query`, best first, each with
     its id (for research's chat_id), title and the matching passage."""
     owner = _caller(ctx).owner
-    results = await database_sync_to_async(chat_search_for_user)(user=owner, query=query[:200])
+    results = await on_database_thread(chat_search_for_user, user=owner, query=query[:200])
     return [
         {
             "chat_id": result.chat.pk,

@@ -14,22 +14,16 @@ closing a quiet stream; the stream ends if its token stops being usable meanwhil
 
 A stream counts as one of its user's live connections (WS_MAX_SOCKETS_PER_USER, pages and
 streams together, `chats.live.limits`). Its database work goes to the process's one database
-thread, as a page's does, not to a thread of the request's own that would keep a connection
-open for as long as the turn streams.
+thread, as a page's does (`chats.loop.database_thread`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import uuid
 from collections import deque
-from collections.abc import Callable
-from typing import Any, TypeVar
 
-from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import connections
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja.errors import HttpError
 
@@ -39,6 +33,7 @@ from chats.live.follow import CATCH_UP, FrameOutbox, Placement, log_chunks, plac
 from chats.live.limits import get_socket_leases, socket_close, socket_open
 from chats.live.protocol import EventView, encode, event_stream_text, turn_events
 from chats.live.relay import RelayFrame, get_relay
+from chats.loop.database_thread import on_database_thread
 from chats.models import Turn
 from chats.run.cards import turn_card_frame
 from chats.selectors import turn_events_after, turn_get_for_user
@@ -52,20 +47,9 @@ DESCRIPTION = (
     "turn's card, and the stream ends. Send `Last-Event-ID` to resume after that event."
 )
 
-T = TypeVar("T")
-
-
-async def on_database_thread(function: Callable[..., T], **kwargs: Any) -> T:
-    """Run `function` on the process's one database thread (where the pages' consumers and the
-    ask batches run theirs), rather than on a thread of this request's own."""
-    call = database_sync_to_async(function)(**kwargs)
-    return await asyncio.create_task(call, context=contextvars.Context())
-
 
 async def turn_event_stream(request: HttpRequest, token: ApiToken, turn_id: int) -> HttpResponse:
     after = _last_event_id(request.headers.get("Last-Event-ID"))
-    # The authentication's connection, on this request's own thread: not kept while streaming.
-    await database_sync_to_async(connections.close_all)()
     slot = f"api-stream.{uuid.uuid4().hex}"
     turn = await on_database_thread(_open, user=token.owner, turn_id=turn_id, slot=slot)
     response = EventStreamResponse(TurnEvents(turn, after, token.pk, slot))

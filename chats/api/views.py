@@ -3,10 +3,10 @@ at /api/v1/openapi.json and browsable docs at /api/v1/docs).
 
 Endpoints stay thin: reads through the selectors the pages use (a chat or turn of another user
 is a 404, as on its page), writes through the services the pages use, turns started through
-`chats.run.asks.ask_start` as a page's ask is. docs/API.md describes each endpoint.
+`chats.run.asks.ask_start` as a page's ask is; their database work on the process's database
+thread, as a page's socket's (`chats.loop.database_thread`). docs/API.md describes each endpoint.
 """
 
-from channels.db import database_sync_to_async
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Status
@@ -23,6 +23,7 @@ from chats.api.turns import chat_detail_json, chat_json, turn_json
 from chats.library.search import chat_search_for_user
 from chats.library.services import chat_archive, chat_delete, chat_pin, chat_rename
 from chats.live.protocol import parse_client_frame
+from chats.loop.database_thread import on_database_thread
 from chats.models import Chat, Turn
 from chats.run.asks import ask_start
 from chats.run.registry import request_stop, run_ended
@@ -48,7 +49,6 @@ api = NinjaAPI(
     throttle=[TokenRate()],
 )
 install_handlers(api)
-db = database_sync_to_async
 
 ERRORS = {400: schemas.Detail, 401: schemas.Detail, 403: schemas.Detail, 429: schemas.Detail}
 MISSING = {**ERRORS, 404: schemas.Detail}
@@ -83,7 +83,7 @@ async def chat_new(request: HttpRequest, body: schemas.ChatIn):
             chat_rename(chat=chat, title=body.title)
         return chat
 
-    return Status(201, chat_json(request, await db(create)()))
+    return Status(201, chat_json(request, await on_database_thread(create)))
 
 
 class ChatFilters(schemas.Schema):
@@ -95,7 +95,9 @@ class ChatPages(CursorPagination):
     """django-ninja's cursor pages of chats, each as the API shows a chat."""
 
     async def apaginate_queryset(self, queryset, pagination, request, **params):
-        page = await super().apaginate_queryset(queryset, pagination, request, **params)
+        page = await on_database_thread(
+            self.paginate_queryset, queryset, pagination, request, **params
+        )
         page["results"] = [chat_json(request, found) for found in page["results"]]
         return page
 
@@ -120,7 +122,7 @@ async def chat(request: HttpRequest, chat_id: int):
     def read() -> dict:
         return chat_detail_json(request, chat_get_for_user(user=owner(request), chat_id=chat_id))
 
-    return await db(read)()
+    return await on_database_thread(read)
 
 
 @api.patch("/chats/{chat_id}", response={200: schemas.Chat, **MISSING}, auth=ASK, tags=["chats"])
@@ -137,7 +139,7 @@ async def chat_update(request: HttpRequest, chat_id: int, body: schemas.ChatPatc
             chat_archive(chat=found, archived=body.archived)
         return found
 
-    return chat_json(request, await db(update)())
+    return chat_json(request, await on_database_thread(update))
 
 
 @api.delete("/chats/{chat_id}", response={204: None, **MISSING}, auth=ASK, tags=["chats"])
@@ -147,14 +149,14 @@ async def chat_remove(request: HttpRequest, chat_id: int):
     def delete() -> None:
         chat_delete(chat=chat_get_for_user(user=owner(request), chat_id=chat_id))
 
-    await db(delete)()
+    await on_database_thread(delete)
     return Status(204, None)
 
 
 @api.get("/search", response={200: list[schemas.SearchResult], **ERRORS}, auth=READ, tags=["chats"])
 async def search(request: HttpRequest, q: str):
     """Your chats matching every word of `q`, best first: "Search chats" (docs/LIBRARY.md)."""
-    results = await db(chat_search_for_user)(user=owner(request), query=q[:200])
+    results = await on_database_thread(chat_search_for_user, user=owner(request), query=q[:200])
     return [{"chat": chat_json(request, r.chat), "snippet": str(r.snippet_html)} for r in results]
 
 
@@ -184,7 +186,7 @@ async def turn_new(
         frame["options"] = body.options.model_dump(exclude_none=True)
     asked = parse_client_frame(frame)  # the page's rules; a refusal is a 400
     token: ApiToken = request.auth
-    chat = await db(chat_get_for_user)(user=token.owner, chat_id=chat_id)
+    chat = await on_database_thread(chat_get_for_user, user=token.owner, chat_id=chat_id)
     ask = TurnAsk(
         chat=chat,
         question=asked.message,
@@ -197,10 +199,10 @@ async def turn_new(
         raise HttpError(401, NOT_VALID)
     turn = started.turn.turn
     if body.webhook:
-        await db(turn_webhook_request)(turn=turn)
+        await on_database_thread(turn_webhook_request, turn=turn)
     if params.wait:
         await run_ended(turn.pk)
-    return Status(201, await db(_turn_json)(request, turn.pk))
+    return Status(201, await on_database_thread(_turn_json, request, turn.pk))
 
 
 def _turn_json(request: HttpRequest, turn_id: int) -> dict:
@@ -215,7 +217,7 @@ async def turn(request: HttpRequest, turn_id: int):
     def read() -> dict:
         return turn_json(request, turn_get_for_user(user=owner(request), turn_id=turn_id))
 
-    return await db(read)()
+    return await on_database_thread(read)
 
 
 @api.get(
@@ -251,11 +253,11 @@ async def turn_events(request: HttpRequest, turn_id: int) -> HttpResponse:
 )
 async def turn_stop(request: HttpRequest, turn_id: int):
     """Stop the turn, keeping what was written (as the page's Stop does)."""
-    found = await db(turn_get_for_user)(user=owner(request), turn_id=turn_id)
+    found = await on_database_thread(turn_get_for_user, user=owner(request), turn_id=turn_id)
     if found.is_finished:
         raise HttpError(409, f"This turn has ended already ({found.status}).")
     await request_stop(found.pk)
-    return Status(202, await db(_turn_json)(request, found.pk))
+    return Status(202, await on_database_thread(_turn_json, request, found.pk))
 
 
 # --- Webhooks ----------------------------------------------------------------------------------
@@ -268,8 +270,8 @@ async def webhook_new(request: HttpRequest, body: schemas.WebhookIn):
     """Add an endpoint for these events. Its signing secret is in this answer only. The URL
     must pass the site's address rules (no private addresses but WEBHOOK_ALLOWED_HOSTS)."""
     try:
-        endpoint, secret = await db(webhook_endpoint_create)(
-            owner=owner(request), url=body.url, events=body.events
+        endpoint, secret = await on_database_thread(
+            webhook_endpoint_create, owner=owner(request), url=body.url, events=body.events
         )
     except WebhookError as error:
         raise HttpError(400, str(error)) from error
@@ -282,7 +284,7 @@ async def webhooks(request: HttpRequest):
         endpoints = WebhookEndpoint.objects.filter(owner=owner(request))
         return [_webhook_json(endpoint) for endpoint in endpoints]
 
-    return await db(read)()
+    return await on_database_thread(read)
 
 
 @api.get(
@@ -298,7 +300,7 @@ async def webhook_deliveries_list(request: HttpRequest, webhook_id: int):
         endpoint = webhook_endpoint_get_for_user(user=owner(request), endpoint_id=webhook_id)
         return webhook_deliveries(endpoint=endpoint)
 
-    return await db(read)()
+    return await on_database_thread(read)
 
 
 @api.delete("/webhooks/{webhook_id}", response={204: None, **MISSING}, auth=ASK, tags=["webhooks"])
@@ -307,7 +309,7 @@ async def webhook_remove(request: HttpRequest, webhook_id: int):
         endpoint = webhook_endpoint_get_for_user(user=owner(request), endpoint_id=webhook_id)
         webhook_endpoint_delete(endpoint=endpoint)
 
-    await db(delete)()
+    await on_database_thread(delete)
     return Status(204, None)
 
 
