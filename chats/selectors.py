@@ -19,6 +19,11 @@ def chat_get_for_user(*, user, chat_id: int) -> Chat:
     return get_object_or_404(Chat.objects.for_user(user), pk=chat_id)
 
 
+def turn_get(*, turn_id: int) -> Turn:
+    """The turn, with its chat (a caller that has checked whose it is)."""
+    return Turn.objects.select_related("chat").get(pk=turn_id)
+
+
 def turn_get_for_user(*, user, turn_id: int) -> Turn:
     """Return a turn of one of the user's chats (its chat loaded) or raise Http404, as for the
     chat itself."""

@@ -45,7 +45,7 @@ from chats.loop.per_loop import PerLoop
 from chats.models import Chat, Turn
 from chats.run.asks import ask_start
 from chats.run.registry import run_ended
-from chats.selectors import chat_find_for_user
+from chats.selectors import chat_find_for_user, turn_get
 from chats.services import TurnAsk, chat_create
 
 CALLER = "researchsite.api_token"  # where McpGate leaves the caller's token in the scope
@@ -108,7 +108,7 @@ def _chat_for(owner, agent: str | None, chat_id: int | None) -> Chat:
 
 def _answer(turn_id: int) -> str:
     """The finished turn as the tool returns it (database)."""
-    turn = Turn.objects.select_related("chat").get(pk=turn_id)
+    turn = turn_get(turn_id=turn_id)
     if turn.status != Turn.Status.COMPLETE:
         raise ToolError(f"The answer ended {turn.status}: {turn.error or 'no answer'}")
     page = reverse("chat_detail", args=[turn.chat_id])

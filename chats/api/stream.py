@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -36,7 +37,7 @@ from chats.live.relay import RelayFrame, get_relay
 from chats.loop.database_thread import on_database_thread
 from chats.models import Turn
 from chats.run.cards import turn_card_frame
-from chats.selectors import turn_events_after, turn_get_for_user
+from chats.selectors import turn_events_after, turn_get, turn_get_for_user
 
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = "keepalive"  # an outbox item: time to say something on a quiet stream
@@ -52,7 +53,31 @@ async def turn_event_stream(request: HttpRequest, token: ApiToken, turn_id: int)
     after = _last_event_id(request.headers.get("Last-Event-ID"))
     slot = f"api-stream.{uuid.uuid4().hex}"
     turn = await on_database_thread(_open, user=token.owner, turn_id=turn_id, slot=slot)
-    response = EventStreamResponse(TurnEvents(turn, after, token.pk, slot))
+    return _response(TurnEvents(turn, after, token.pk, slot))
+
+
+async def asked_turn_stream(
+    token: ApiToken, chat_id: int, ask: Callable[[], Awaitable[Turn]]
+) -> HttpResponse:
+    """The event stream of a turn `ask` is about to start in the chat, in the answer to the
+    question: the chat is followed from before the ask, so every frame of the turn comes from
+    the relay, as to the page that asked, and none has to be read back from the log."""
+    slot = f"api-stream.{uuid.uuid4().hex}"
+    await on_database_thread(_open_slot, user=token.owner, slot=slot)
+    outbox = FrameOutbox(chat_id=chat_id, max_queued=settings.WS_MAX_QUEUED_FRAMES)
+    relay = get_relay()
+    await relay.join(chat_id, outbox)
+    try:
+        turn = await ask()
+    except BaseException:
+        await relay.leave(chat_id, outbox)
+        await on_database_thread(socket_close, channel_name=slot)
+        raise
+    return _response(TurnEvents(turn, 0, token.pk, slot, following=outbox))
+
+
+def _response(events: TurnEvents) -> HttpResponse:
+    response = EventStreamResponse(events)
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"  # nginx: pass each event on as it comes
     return response
@@ -70,13 +95,18 @@ def _last_event_id(header: str | None) -> int:
 def _open(*, user, turn_id: int, slot: str) -> Turn:
     """The user's turn (else 404), with a live connection counted for the stream (else 429)."""
     turn = turn_get_for_user(user=user, turn_id=turn_id)
+    _open_slot(user=user, slot=slot)
+    return turn
+
+
+def _open_slot(*, user, slot: str) -> None:
+    """Count the stream as one of the user's live connections, else refuse it (429)."""
     if not socket_open(user_id=user.pk, channel_name=slot, limit=settings.WS_MAX_SOCKETS_PER_USER):
         raise HttpError(
             429,
             f"You have {settings.WS_MAX_SOCKETS_PER_USER} live connections open (chat pages and"
             " event streams). Close one, then try again.",
         )
-    return turn
 
 
 async def _read_log(turn_id: int, after_seq: int, limit: int) -> list[EventView]:
@@ -87,7 +117,7 @@ async def _read_log(turn_id: int, after_seq: int, limit: int) -> list[EventView]
 
 def _finished_card(turn_id: int) -> RelayFrame | None:
     """The finished turn's `turn.finished` frame as the page gets it, or None while it streams."""
-    turn = Turn.objects.select_related("chat").get(pk=turn_id)
+    turn = turn_get(turn_id=turn_id)
     if not turn.is_finished:
         return None
     return encode(turn_card_frame("turn.finished", turn))
@@ -103,13 +133,26 @@ class TurnEvents:
     ends, however it ends (the client may have gone).
     """
 
-    def __init__(self, turn: Turn, after: int, token_id: int, slot: str) -> None:
+    def __init__(
+        self,
+        turn: Turn,
+        after: int,
+        token_id: int,
+        slot: str,
+        *,
+        following: FrameOutbox | None = None,
+    ) -> None:
+        """`following`: an outbox that has followed the chat since before the turn began (the
+        stream of a question asked): the relay brings it all the turn's frames."""
         self.turn_id = turn.pk
         self.chat_id = turn.chat_id
         self.cursor = after
         self.token_id = token_id
         self.slot = slot
-        self.outbox = FrameOutbox(chat_id=turn.chat_id, max_queued=settings.WS_MAX_QUEUED_FRAMES)
+        self.outbox = following or FrameOutbox(
+            chat_id=turn.chat_id, max_queued=settings.WS_MAX_QUEUED_FRAMES
+        )
+        self.joined = following is not None
         self.pending: deque[bytes] = deque()  # written next, before anything else
         self.keepalive: asyncio.TimerHandle | None = None
         self.started = False
@@ -167,15 +210,18 @@ class TurnEvents:
         # Held from the first read on: a response never read leaves a row whose lease lapses.
         get_socket_leases().hold(self.slot)
         self._keep_alive()
-        await get_relay().join(self.chat_id, self.outbox)
-        self.pending.extend(await self._from_log(or_end=True))
+        if not self.joined:
+            await get_relay().join(self.chat_id, self.outbox)
+            self.joined = True
+            self.pending.extend(await self._from_log(or_end=True))
 
     async def aclose(self) -> None:
         """Stop following the chat and release the live connection."""
-        if self.closed or not self.started:
+        if self.closed or not (self.started or self.joined):
             return
         self.closed = True
-        self.keepalive.cancel()
+        if self.keepalive is not None:
+            self.keepalive.cancel()
         await get_relay().leave(self.chat_id, self.outbox)
         get_socket_leases().release(self.slot)
         await on_database_thread(socket_close, channel_name=self.slot)

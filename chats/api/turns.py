@@ -14,7 +14,7 @@ from chats.library.export import exported_chart
 from chats.models import Chat, Turn
 from chats.selectors import chat_branch, chat_turn_tree
 from citations.evidence import checks_summary
-from citations.resolve import CitedAnswer
+from citations.resolve import CitedAnswer, resolve_citations
 from citations.selectors import cited_answer_for_turn
 
 
@@ -63,8 +63,13 @@ def turn_url(request: HttpRequest, turn_id: int) -> str:
 
 
 def turn_json(request: HttpRequest, turn: Turn) -> dict[str, Any]:
-    """Everything the API says of one turn (database: its references and tool calls)."""
-    cited = cited_answer_for_turn(turn)
+    """Everything the API says of one turn (database: its references and tool calls, once it
+    has ended: a streaming turn has none stored yet)."""
+    cited = (
+        cited_answer_for_turn(turn)
+        if turn.is_finished
+        else resolve_citations(answer=turn.answer_text, citations=[])
+    )
     return {
         **turn_summary_json(request, turn),
         "chat_id": turn.chat_id,

@@ -21,6 +21,7 @@ from chats.api.models import ApiToken
 from chats.api.selectors import api_token_is_usable
 from chats.api.turns import chat_detail_json, chat_json, turn_json
 from chats.library.search import chat_search_for_user
+from chats.library.selectors import chat_list_query_for_user
 from chats.library.services import chat_archive, chat_delete, chat_pin, chat_rename
 from chats.live.protocol import parse_client_frame
 from chats.loop.database_thread import on_database_thread
@@ -30,7 +31,11 @@ from chats.run.registry import request_stop, run_ended
 from chats.selectors import chat_get_for_user, turn_get_for_user
 from chats.services import TurnAsk, chat_create
 from chats.webhooks.models import WebhookEndpoint
-from chats.webhooks.selectors import webhook_deliveries, webhook_endpoint_get_for_user
+from chats.webhooks.selectors import (
+    webhook_deliveries,
+    webhook_endpoint_get_for_user,
+    webhook_endpoints_of_user,
+)
 from chats.webhooks.services import (
     WebhookError,
     turn_webhook_request,
@@ -107,10 +112,10 @@ class ChatPages(CursorPagination):
 async def chats(request: HttpRequest, filters: Query[ChatFilters]) -> QuerySet[Chat]:
     """Your chats, most recently active first: archived ones with `archived=true`; `q` keeps
     those whose title holds it (GET /search searches their text). Pages follow `next`."""
-    found = Chat.objects.for_user(owner(request)).filter(archived_at__isnull=not filters.archived)
-    if filters.q:
-        found = found.filter(title__icontains=filters.q[:200])
-    return found
+    title = (filters.q or "")[:200]
+    return chat_list_query_for_user(
+        user=owner(request), archived=filters.archived, title_contains=title
+    )
 
 
 @api.get(
@@ -165,17 +170,32 @@ async def search(request: HttpRequest, q: str):
 
 class TurnWait(schemas.Schema):
     wait: bool = False
+    stream: bool = False
 
 
 @api.post(
-    "/chats/{chat_id}/turns", response={201: schemas.Turn, **LIMITS}, auth=ASK, tags=["turns"]
+    "/chats/{chat_id}/turns",
+    response={201: schemas.Turn, **LIMITS},
+    auth=ASK,
+    tags=["turns"],
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "With `stream=true`: " + stream.DESCRIPTION,
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            }
+        }
+    },
 )
 async def turn_new(
     request: HttpRequest, chat_id: int, body: schemas.TurnIn, params: Query[TurnWait]
 ):
-    """Ask a question: a new turn, streaming (its `events_url` follows it live), or with
-    `wait=true` held until it ends. Refused as the page's ask is: 409 while the chat answers,
-    429 at AGENT_MAX_CONCURRENT_TURNS."""
+    """Ask a question: a new turn, streaming (its `events_url` follows it live); with
+    `wait=true` held until it ends; with `stream=true` the answer is the turn's event stream
+    itself (text/event-stream, as its `events_url` gives it). Refused as the page's ask is: 409
+    while the chat answers, 429 at AGENT_MAX_CONCURRENT_TURNS."""
+    if params.wait and params.stream:
+        raise HttpError(400, "Ask for wait or for stream, not both.")
     frame = {
         "type": "ask",
         "message": body.question,
@@ -194,19 +214,26 @@ async def turn_new(
         parent_turn_id=asked.parent_turn_id,
         options=asked.options,
     )
-    started = await ask_start(ask, lambda: api_token_is_usable(token_id=token.pk))
-    if started is None:  # revoked or expired while the ask waited
-        raise HttpError(401, NOT_VALID)
-    turn = started.turn.turn
-    if body.webhook:
-        await on_database_thread(turn_webhook_request, turn=turn)
+
+    async def start() -> Turn:
+        started = await ask_start(ask, lambda: api_token_is_usable(token_id=token.pk))
+        if started is None:  # revoked or expired while the ask waited
+            raise HttpError(401, NOT_VALID)
+        turn = started.turn.turn
+        if body.webhook:
+            await on_database_thread(turn_webhook_request, turn=turn)
+        return turn
+
+    if params.stream:
+        return await stream.asked_turn_stream(token, chat.pk, start)
+    turn = await start()
     if params.wait:
         await run_ended(turn.pk)
     return Status(201, await on_database_thread(_turn_json, request, turn.pk))
 
 
 def _turn_json(request: HttpRequest, turn_id: int) -> dict:
-    return turn_json(request, Turn.objects.select_related("chat").get(pk=turn_id))
+    return turn_json(request, turn_get_for_user(user=owner(request), turn_id=turn_id))
 
 
 @api.get("/turns/{turn_id}", response={200: schemas.Turn, **MISSING}, auth=READ, tags=["turns"])
@@ -280,11 +307,8 @@ async def webhook_new(request: HttpRequest, body: schemas.WebhookIn):
 
 @api.get("/webhooks", response={200: list[schemas.Webhook], **ERRORS}, auth=READ, tags=["webhooks"])
 async def webhooks(request: HttpRequest):
-    def read() -> list[dict]:
-        endpoints = WebhookEndpoint.objects.filter(owner=owner(request))
-        return [_webhook_json(endpoint) for endpoint in endpoints]
-
-    return await on_database_thread(read)
+    endpoints = await on_database_thread(webhook_endpoints_of_user, user=owner(request))
+    return [_webhook_json(endpoint) for endpoint in endpoints]
 
 
 @api.get(

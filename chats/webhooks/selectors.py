@@ -18,6 +18,10 @@ def webhook_endpoints_for_user(*, user, recent: int = RECENT_DELIVERIES) -> list
     return list(WebhookEndpoint.objects.filter(owner=user).prefetch_related(deliveries))
 
 
+def webhook_endpoints_of_user(*, user) -> list[WebhookEndpoint]:
+    return list(WebhookEndpoint.objects.filter(owner=user))
+
+
 def webhook_endpoint_get_for_user(*, user, endpoint_id: int) -> WebhookEndpoint:
     """The user's endpoint, or Http404: another user's endpoint does not exist for them."""
     return get_object_or_404(WebhookEndpoint, pk=endpoint_id, owner=user)

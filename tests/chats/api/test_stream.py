@@ -94,3 +94,16 @@ def test_a_stream_counts_as_one_of_the_users_live_connections(api, upstream, set
         refused = api.get(f"/turns/{turn_id}/events")
         assert refused.status_code == 429 and "live connections" in refused.json()["detail"]
     api.post(f"/turns/{turn_id}/stop")
+
+
+def test_asking_with_stream_answers_with_the_turns_events(api, upstream):
+    upstream.queue(paced_answer())
+    chat = api.post("/chats", json={}).json()["id"]
+    with connect_sse(api, "POST", f"/chats/{chat}/turns?stream=true", json={"question": "q"}) as s:
+        assert s.response.status_code == 200
+        events = list(s.iter_sse())
+    assert events[-1].event == "turn.finished"
+    turn_id = json.loads(events[-1].data)["turn_id"]
+    logged = list(TurnEvent.objects.filter(turn_id=turn_id).values_list("seq", flat=True))
+    assert [view["seq"] for view in carried(events)] == sorted(logged)
+    assert Turn.objects.get(pk=turn_id).status == "complete"
