@@ -18,10 +18,13 @@ B. The served site (bench/streaming.py's part 2): one real site (`python -m rese
    SQLite, the in-memory channel layer, 1 worker) and the scripted stand-in agent. In each round
    `--chats` chats each ask one paced turn (`--events` at `--rate`/s) at once, through the API
    (`POST /api/v1/chats/{id}/turns`, each chat's analyst with a token), each followed to its
-   `turn.finished` one way, the ways taking turns round by round (so that neither always runs
-   on a warmer or busier machine):
+   `turn.finished` one way, the ways taking turns round by round (so that none always runs on a
+   warmer or busier machine):
    - ws: the page's way, its socket opened before the question is asked;
-   - sse: the API's way, `GET /api/v1/turns/{id}/events` read to `turn.finished`.
+   - sse: `GET /api/v1/turns/{id}/events` once the question is asked, read to `turn.finished`
+     (the events logged before it opens are read from the log);
+   - sse, asked: the question asked with `?stream=true`, its answer the turn's event stream
+     (the chat followed from before the ask, as the page that asks follows it).
    A round's figure is the server's CPU time (/proc, uvicorn's process) over the round, from
    opening the sockets or asking, divided by the events its turns relayed: the turns' own cost
    (reading, parsing, logging, finishing) and the following's, per-turn costs included; each
@@ -105,19 +108,32 @@ async def by_websocket(socket: bench.ChatSocket, ask_turn, events: int) -> bool:
 async def by_stream(client, token: str, ask_turn, events: int) -> bool:
     """Follow the turn's event stream to turn.finished: every event once, in order."""
     turn = await ask_turn()
-    seq, kind = 0, ""
     headers = {"Authorization": f"Bearer {token}"}
     async with client.stream("GET", f"/api/v1/turns/{turn}/events", headers=headers) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: ") and kind == "turn.events":
-                for event in json.loads(line[6:])["events"]:
-                    if event["seq"] != seq + 1:
-                        return False
-                    seq += 1
-            elif line.startswith("data: ") and kind == "turn.finished":
-                return json.loads(line[6:])["status"] == "complete" and seq == events
+        return await whole_stream(response, events)
+
+
+async def by_asking_for_the_stream(client, token: str, chat: int, text: str, events: int) -> bool:
+    """Ask with `stream=true`: the answer is the turn's event stream."""
+    headers = {"Authorization": f"Bearer {token}"}
+    url = f"/api/v1/chats/{chat}/turns?stream=true"
+    async with client.stream("POST", url, json={"question": text}, headers=headers) as response:
+        return await whole_stream(response, events)
+
+
+async def whole_stream(response, events: int) -> bool:
+    """Read an event stream to turn.finished: every event once, in order."""
+    seq, kind = 0, ""
+    async for line in response.aiter_lines():
+        if line.startswith("event: "):
+            kind = line[7:]
+        elif line.startswith("data: ") and kind == "turn.events":
+            for event in json.loads(line[6:])["events"]:
+                if event["seq"] != seq + 1:
+                    return False
+                seq += 1
+        elif line.startswith("data: ") and kind == "turn.finished":
+            return json.loads(line[6:])["status"] == "complete" and seq == events
     return False
 
 
@@ -137,6 +153,10 @@ async def one_round(way: str, site, client, tokens, args) -> tuple[float, int, i
             )
         finally:
             await asyncio.gather(*(s.close() for s in sockets), return_exceptions=True)
+    elif way == "sse, asked":
+        whole = await asyncio.gather(
+            *(by_asking_for_the_stream(client, tokens[c], c, text, args.events) for c in chats)
+        )
     else:
         whole = await asyncio.gather(
             *(
@@ -247,7 +267,7 @@ def delivery(args) -> dict[str, float]:
 async def served(args, loop_name: str) -> None:
     import httpx
 
-    ways = ["ws", "sse"]
+    ways = ["ws", "sse", "sse, asked"]
     print(f"\n## B. The served site ({loop_name} client)\n")
     print(f"{args.chats} chats a round, one turn each of {args.events} events at {args.rate:g}/s\n")
     figures: dict[str, list[float]] = {way: [] for way in ways}
@@ -268,7 +288,7 @@ async def served(args, loop_name: str) -> None:
                 tokens = tokens_for(site)
                 await one_round("ws", site, client, tokens, args)  # warm up: imports, pools
                 for round_ in range(args.rounds):
-                    order = ways if round_ % 2 == 0 else ways[::-1]
+                    order = ways[round_ % 3 :] + ways[: round_ % 3]
                     for way in order:
                         cpu, events, whole = await one_round(way, site, client, tokens, args)
                         figures[way].append(cpu / events * 1e6)
@@ -281,7 +301,8 @@ async def served(args, loop_name: str) -> None:
     medians = [[way, f"{median[way]:.1f}"] for way in ways]
     print()
     print(bench.table(["way", "median server CPU µs/event"], medians))
-    print(f"\nStream / websocket, server CPU per event: {median['sse'] / median['ws']:.2f}")
+    for way in ways[1:]:
+        print(f"\n{way} / ws, server CPU per event: {median[way] / median['ws']:.2f}")
 
 
 def main() -> None:
