@@ -21,10 +21,12 @@ B. The served site (bench/streaming.py's part 2): one real site (`python -m rese
    `turn.finished` one way, the ways taking turns round by round (so that none always runs on a
    warmer or busier machine):
    - ws: the page's way, its socket opened before the question is asked;
-   - sse: `GET /api/v1/turns/{id}/events` once the question is asked, read to `turn.finished`
-     (the events logged before it opens are read from the log);
    - sse, asked: the question asked with `?stream=true`, its answer the turn's event stream
-     (the chat followed from before the ask, as the page that asks follows it).
+     (the chat followed from before the ask, as the page that asks follows it);
+   - ws, after: the page's socket opened once the question is asked, then a `sync`, as a page
+     opened on a streaming chat does;
+   - sse: `GET /api/v1/turns/{id}/events` once the question is asked.
+   The last two read the events logged before they follow the chat back from the log.
    A round's figure is the server's CPU time (/proc, uvicorn's process) over the round, from
    opening the sockets or asking, divided by the events its turns relayed: the turns' own cost
    (reading, parsing, logging, finishing) and the following's, per-turn costs included; each
@@ -32,7 +34,8 @@ B. The served site (bench/streaming.py's part 2): one real site (`python -m rese
    then turn.finished "complete").
 
 The ratios: the stream's CPU per event over the websocket's (A: the delivery path; B: the whole
-server). Not a test; nothing fails the process.
+server, each way of the stream against the websocket's way that follows from the same moment).
+Not a test; nothing fails the process.
 """
 
 from __future__ import annotations
@@ -105,6 +108,24 @@ async def by_websocket(socket: bench.ChatSocket, ask_turn, events: int) -> bool:
             return frame["status"] == "complete" and seq == events
 
 
+async def by_websocket_after(site, chat: int, ask_turn, events: int) -> bool:
+    """Open the chat's page socket once the question is asked, and sync, as a page opened on a
+    streaming chat does (the events logged before it syncs are read from the log), then follow
+    it to turn.finished."""
+    turn = await ask_turn()
+    (socket,) = await bench.open_sockets(site, [chat])
+    try:
+        await socket.ws.send(json.dumps({"type": "sync", "cursors": {str(turn): 0},
+                                         "newest_turn_id": turn}))  # fmt: skip
+        return await by_websocket(socket, _asked, events)
+    finally:
+        await socket.close()
+
+
+async def _asked() -> None:
+    """Nothing to ask: it was asked already."""
+
+
 async def by_stream(client, token: str, ask_turn, events: int) -> bool:
     """Follow the turn's event stream to turn.finished: every event once, in order."""
     turn = await ask_turn()
@@ -153,6 +174,15 @@ async def one_round(way: str, site, client, tokens, args) -> tuple[float, int, i
             )
         finally:
             await asyncio.gather(*(s.close() for s in sockets), return_exceptions=True)
+    elif way == "ws, after":
+        whole = await asyncio.gather(
+            *(
+                by_websocket_after(
+                    site, c, lambda c=c: ask(client, tokens[c], c, text), args.events
+                )
+                for c in chats
+            )
+        )
     elif way == "sse, asked":
         whole = await asyncio.gather(
             *(by_asking_for_the_stream(client, tokens[c], c, text, args.events) for c in chats)
@@ -267,7 +297,7 @@ def delivery(args) -> dict[str, float]:
 async def served(args, loop_name: str) -> None:
     import httpx
 
-    ways = ["ws", "sse", "sse, asked"]
+    ways = ["ws", "sse, asked", "ws, after", "sse"]
     print(f"\n## B. The served site ({loop_name} client)\n")
     print(f"{args.chats} chats a round, one turn each of {args.events} events at {args.rate:g}/s\n")
     figures: dict[str, list[float]] = {way: [] for way in ways}
@@ -284,7 +314,7 @@ async def served(args, loop_name: str) -> None:
         with site:
             tokens = tokens_for(site)
             for round_ in range(args.rounds + 1):  # the first warms up: imports, pools
-                order = ways[round_ % 3 :] + ways[: round_ % 3]
+                order = ways[round_ % 4 :] + ways[: round_ % 4]
                 for way in order[:1] if round_ == 0 else order:
                     # A client per round: uvicorn closes connections idle for 5 s, and a POST
                     # sent on one it is closing is not retried.
@@ -304,8 +334,9 @@ async def served(args, loop_name: str) -> None:
     medians = [[way, f"{median[way]:.1f}"] for way in ways]
     print()
     print(bench.table(["way", "median server CPU µs/event"], medians))
-    for way in ways[1:]:
-        print(f"\n{way} / ws, server CPU per event: {median[way] / median['ws']:.2f}")
+    for stream, socket in (("sse, asked", "ws"), ("sse", "ws, after")):
+        ratio = median[stream] / median[socket]
+        print(f"\n{stream} / {socket}, server CPU per event: {ratio:.2f}")
 
 
 def main() -> None:
