@@ -99,7 +99,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['id'],
-                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('team__isnull', True), ('user__isnull', False)), models.Q(('team__isnull', False), ('user__isnull', True)), _connector='OR'), name='usage_limit_of_a_user_or_a_team')],
+                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('team__isnull', True), ('user__isnull', False)), models.Q(('team__isnull', False), ('user__isnull', True)), _connector='OR'), name='usage_limit_of_a_user_or_a_team', violation_error_message='A limit is of one user or of one team: choose one.')],
             },
         ),
         migrations.CreateModel(

@@ -82,6 +82,7 @@ class UsageLimit(models.Model):
                 condition=models.Q(user__isnull=False, team__isnull=True)
                 | models.Q(user__isnull=True, team__isnull=False),
                 name="usage_limit_of_a_user_or_a_team",
+                violation_error_message="A limit is of one user or of one team: choose one.",
             )
         ]
 

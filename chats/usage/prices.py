@@ -76,9 +76,13 @@ BUILT_IN_PRICES: dict[str, Price] = {
 
 
 def dollars(amount: Decimal) -> str:
-    """ "$12.34"; a cost under a cent keeps four decimals ("$0.0042") rather than reading $0.00."""
-    places = Decimal("0.0001") if 0 < abs(amount) < Decimal("0.01") else Decimal("0.01")
-    return f"${amount.quantize(places, ROUND_HALF_UP):,}"
+    """ "$12.34"; under a dollar, up to four decimals ("$0.0042", "$0.45"), so that an answer's
+    cost of a fraction of a cent does not read $0.00."""
+    if abs(amount) >= 1:
+        return f"${amount.quantize(Decimal('0.01'), ROUND_HALF_UP):,}"
+    text = f"{amount.quantize(Decimal('0.0001'), ROUND_HALF_UP)}"
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{cents.rstrip('0').ljust(2, '0')}"
 
 
 def price_for(agent: str, model: str) -> Price | None:

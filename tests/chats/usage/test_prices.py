@@ -92,7 +92,14 @@ def test_the_site_does_not_start_with_a_bad_model_prices(settings):
 
 @pytest.mark.parametrize(
     ("amount", "text"),
-    [("0", "$0.00"), ("0.0042", "$0.0042"), ("12.345", "$12.35"), ("1234567.5", "$1,234,567.50")],
+    [
+        ("0", "$0.00"),
+        ("0.0042", "$0.0042"),
+        ("0.45", "$0.45"),
+        ("0.123456", "$0.1235"),
+        ("12.345", "$12.35"),
+        ("1234567.5", "$1,234,567.50"),
+    ],
 )
 def test_dollars(amount, text):
     assert dollars(Decimal(amount)) == text
