@@ -59,9 +59,10 @@ class Price:
         return per_million / MILLION + self.request
 
 
-# Read on the providers' own pages on 2026-11-29. Gemini's gemini-2.5-flash, OpenAI's gpt-4.1,
-# xAI's grok-4 and the Research Agent publish prices on pages this table could not be checked
-# against, so they are left to MODEL_PRICES rather than guessed (README, "Usage and cost").
+# Read on the providers' own pages on 2026-11-29. The default models of Gemini
+# (gemini-2.5-flash), OpenAI (gpt-4.1) and xAI (grok-4), and the Research Agent's tiers, are
+# left to MODEL_PRICES: their providers' own pricing pages were not among those this table could
+# be checked against, and a figure taken second-hand is not put here (README, "Usage and cost").
 BUILT_IN_PRICES: dict[str, Price] = {
     # Anthropic's model page lists $3 input and $15 output per million tokens; its pricing page
     # prices cache hits at a tenth of the input price.
