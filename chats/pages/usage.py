@@ -85,7 +85,13 @@ def daily_chart(rows: list[dict[str, Any]], month: Month) -> dict[str, Any] | No
         "data": {"values": values},
         "mark": {"type": "bar"},
         "encoding": {
-            "x": {"field": "day", "type": "ordinal", "title": "Day"},
+            "x": {
+                "field": "day",
+                "type": "ordinal",
+                "timeUnit": "utcdate",  # the day of the month: "29"
+                "title": month.label,
+                "axis": {"labelAngle": 0},
+            },
             "y": {"field": "tokens", "type": "quantitative", "title": "Tokens"},
             "color": {"field": "agent", "type": "nominal", "title": "Agent"},
         },
