@@ -25,7 +25,7 @@ FILTERS = ("user", "team", "agent", "month")
 def usage_review_view(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     """The admin's usage page, or its CSV (`format=csv`), for the filters in the query."""
     filters, chosen = _filters(request)
-    rows = usage_for_review(**filters)
+    rows = [] if filters is None else usage_for_review(**filters)
     total = review_totals(rows)
     for row in [*rows, total]:
         row["cost_text"] = cost_text(row["cost"])
@@ -52,16 +52,19 @@ def usage_review_view(request: HttpRequest, context: dict[str, Any]) -> HttpResp
     return TemplateResponse(request, "admin/chats/turn/usage.html", context)
 
 
-def _filters(request: HttpRequest) -> tuple[dict[str, Any], dict[str, str]]:
-    """The query's filters; one that names nothing that exists matches no row."""
+def _filters(request: HttpRequest) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The query's filters, and what it chose; None when it names a user or team that does not
+    exist (no row matches)."""
     chosen = {name: request.GET.get(name, "").strip() for name in FILTERS}
     filters: dict[str, Any] = {}
     if chosen["user"]:
         filters["user"] = get_user_model().objects.filter(username=chosen["user"]).first()
-        if filters["user"] is None:
-            filters["user"] = get_user_model()(pk=0)  # nobody: no rows
-    if chosen["team"].isdecimal() and len(chosen["team"]) < 19:
-        filters["team"] = Team.objects.filter(pk=int(chosen["team"])).first() or Team(pk=0)
+    if chosen["team"]:
+        team_id = chosen["team"]
+        found = team_id.isdecimal() and len(team_id) < 19
+        filters["team"] = Team.objects.filter(pk=int(team_id)).first() if found else None
+    if None in filters.values():
+        return None, chosen
     if chosen["agent"]:
         filters["agent"] = chosen["agent"]
     if chosen["month"]:

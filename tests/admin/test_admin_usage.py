@@ -87,8 +87,9 @@ def test_filters_by_user_team_agent_and_month(admin_client, user, usage):
     assert total_cells(by_agent)[5] == "1.51234567"
     by_month = shown(admin_client, user="analyst", month=this)
     assert total_cells(by_month)[:5] == ["3", "2550", "0", "850", "3400"]
-    nobody = shown(admin_client, user="no-such-user")
-    assert "No usage matches these filters." in nobody
+    for nothing in ({"user": "no-such-user"}, {"team": "999"}, {"team": "x"}):
+        assert "No usage matches these filters." in shown(admin_client, **nothing)
+    assert "No usage matches these filters." not in shown(admin_client, month="not-a-month")
 
 
 @pytest.mark.parametrize(
