@@ -167,3 +167,18 @@ def test_other_users_usage_is_theirs(user, other_user, settings):
     settings.USAGE_MONTHLY_LIMIT_TOKENS = 100_000
     spend(other_user, 500_000)
     admit(user)
+
+
+def test_the_check_costs_one_query_without_limits_and_three_with(
+    user, other_user, settings, django_assert_num_queries
+):
+    spend(user, 1_000)
+    running(user)
+    with django_assert_num_queries(1):  # whose limits apply: nobody has one
+        usage_budgets(owner_ids=[user.pk, other_user.pk])
+    settings.USAGE_MONTHLY_LIMIT_TOKENS = 100_000
+    with django_assert_num_queries(3):  # and this month's usage, and the running turns' agents
+        budgets = usage_budgets(owner_ids=[user.pk, other_user.pk])
+    with django_assert_num_queries(0):
+        budgets.admit(owner_id=user.pk, agent="bigdata")
+        budgets.admit(owner_id=other_user.pk, agent="bigdata")
