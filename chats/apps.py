@@ -7,3 +7,6 @@ class ChatsConfig(AppConfig):
 
     def ready(self) -> None:
         from chats.live import limits  # noqa: F401 (connects the logout signal that closes sockets)
+        from chats.usage.prices import price_table
+
+        price_table()  # a MODEL_PRICES that cannot be read stops the start, saying why

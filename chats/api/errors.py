@@ -32,6 +32,7 @@ API_PREFIX = "/api/"
 REFUSAL_STATUS: dict[str, int] = {
     ErrorCode.TURN_IN_PROGRESS: 409,
     ErrorCode.TOO_MANY_TURNS: 429,
+    ErrorCode.USAGE_LIMIT: 429,  # this month's usage limit
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.TOO_MANY_SOCKETS: 429,
     ErrorCode.NOT_FOUND: 404,

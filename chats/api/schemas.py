@@ -109,8 +109,9 @@ class Citation(Schema):
 
 
 class Usage(Schema):
-    tier: str
-    input_tokens: int
+    model: str
+    input_tokens: int = Field(description="Every token the model read, cached ones included.")
+    cached_tokens: int
     output_tokens: int
 
 

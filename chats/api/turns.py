@@ -9,10 +9,10 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from chats.answer.export import export_turns_markdown
-from chats.answer.usage import tier_usage
 from chats.library.export import exported_chart
 from chats.models import Chat, Turn
 from chats.selectors import chat_branch, chat_turn_tree
+from chats.usage.tokens import turn_tokens
 from citations.evidence import checks_summary
 from citations.resolve import CitedAnswer, resolve_citations
 from citations.selectors import cited_answer_for_turn
@@ -83,8 +83,13 @@ def turn_json(request: HttpRequest, turn: Turn) -> dict[str, Any]:
         "charts": [exported_chart(chart) for chart in turn.charts],
         "structured_output": turn.structured_output,
         "usage": [
-            {"tier": tier, "input_tokens": tokens_in, "output_tokens": tokens_out}
-            for tier, tokens_in, tokens_out in tier_usage(turn.consumption)
+            {
+                "model": tokens.model,
+                "input_tokens": tokens.input,
+                "cached_tokens": tokens.cached,
+                "output_tokens": tokens.output,
+            }
+            for tokens in turn_tokens(turn.consumption)
         ],
         "options": turn.options,
         "events_url": turn_url(request, turn.pk) + "/events",

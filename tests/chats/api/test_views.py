@@ -131,3 +131,25 @@ def test_a_question_is_checked_as_the_page_checks_it(api, settings):
 def test_a_token_in_the_url_is_refused(api):
     answer = api.get("/chats", params={"token": "rsk_abc"})
     assert answer.status_code == 400 and "never in the URL" in answer.json()["detail"]
+
+
+def test_the_monthly_usage_limit_refuses_an_api_question_with_429(api, upstream, settings):
+    """The start service's usage limit (chats/usage/) holds for the API as for the page."""
+    from chats.usage.limits import resets_on
+    from demo_agent.scripted import answer_stream
+
+    settings.USAGE_MONTHLY_LIMIT_TOKENS = 1_001
+    messages = answer_stream("An answer.")
+    messages[-1] = {**messages[-1], "consumption": [
+        {"type": "base", "input_tokens": 900, "output_tokens": 100}]}  # fmt: skip
+    upstream.queue(Reply.events(*messages))
+    chat = api.post("/chats", json={}).json()["id"]
+    first = api.post(f"/chats/{chat}/turns?wait=true", json={"question": "a"})
+    assert first.json()["usage"] == [
+        {"model": "base", "input_tokens": 900, "cached_tokens": 0, "output_tokens": 100}
+    ]
+    second = api.post(f"/chats/{chat}/turns", json={"question": "b"})
+    assert second.status_code == 429
+    assert second.json()["detail"].startswith("You have used 1,000 of your 1,001 tokens")
+    assert str(resets_on()) in second.json()["detail"]
+    assert len(upstream.requests) == 1  # refused before any call reached the agent
