@@ -5,8 +5,9 @@
 
 A. Delivery, in process (deterministic, CPU-bound; bench/stages.py's load and helpers): 200
    turns x 150 events in ticks of 300 events, as `chats.live.event_log._publish` frames them,
-   published to one follower per chat through the real `LocalRelay`, timed with perf_counter
-   over the round, per event, median of `--rounds`:
+   published to one follower per chat through the real `LocalRelay`, timed by the event loop
+   thread's own CPU time (time.thread_time: another process's load on a shared machine does not
+   count) over the round, per event, median of `--rounds`:
    - websocket: bench/stages.py's "deliver" (a real `ChatConsumer`'s outbox, `_write_forever`,
      `_write`, the ASGI send) plus "ws-send" (websockets' `send_text` and `data_to_send`, what
      uvicorn's websockets-sansio does with each frame);
@@ -23,10 +24,9 @@ B. The served site (bench/streaming.py's part 2): one real site (`python -m rese
    - ws: the page's way, its socket opened before the question is asked;
    - sse, asked: the question asked with `?stream=true`, its answer the turn's event stream
      (the chat followed from before the ask, as the page that asks follows it);
-   - ws, after: the page's socket opened once the question is asked, then a `sync`, as a page
-     opened on a streaming chat does;
-   - sse: `GET /api/v1/turns/{id}/events` once the question is asked.
-   The last two read the events logged before they follow the chat back from the log.
+   - sse: `GET /api/v1/turns/{id}/events` once the question is asked: the events logged before
+     it opens are read back from the log (each parsed and viewed again), as for a page opened on
+     a streaming chat.
    A round's figure is the server's CPU time (/proc, uvicorn's process) over the round, from
    opening the sockets or asking, divided by the events its turns relayed: the turns' own cost
    (reading, parsing, logging, finishing) and the following's, per-turn costs included; each
@@ -34,7 +34,7 @@ B. The served site (bench/streaming.py's part 2): one real site (`python -m rese
    then turn.finished "complete").
 
 The ratios: the stream's CPU per event over the websocket's (A: the delivery path; B: the whole
-server, each way of the stream against the websocket's way that follows from the same moment).
+server).
 Not a test; nothing fails the process.
 """
 
@@ -108,24 +108,6 @@ async def by_websocket(socket: bench.ChatSocket, ask_turn, events: int) -> bool:
             return frame["status"] == "complete" and seq == events
 
 
-async def by_websocket_after(site, chat: int, ask_turn, events: int) -> bool:
-    """Open the chat's page socket once the question is asked, and sync, as a page opened on a
-    streaming chat does (the events logged before it syncs are read from the log), then follow
-    it to turn.finished."""
-    turn = await ask_turn()
-    (socket,) = await bench.open_sockets(site, [chat])
-    try:
-        await socket.ws.send(json.dumps({"type": "sync", "cursors": {str(turn): 0},
-                                         "newest_turn_id": turn}))  # fmt: skip
-        return await by_websocket(socket, _asked, events)
-    finally:
-        await socket.close()
-
-
-async def _asked() -> None:
-    """Nothing to ask: it was asked already."""
-
-
 async def by_stream(client, token: str, ask_turn, events: int) -> bool:
     """Follow the turn's event stream to turn.finished: every event once, in order."""
     turn = await ask_turn()
@@ -174,15 +156,6 @@ async def one_round(way: str, site, client, tokens, args) -> tuple[float, int, i
             )
         finally:
             await asyncio.gather(*(s.close() for s in sockets), return_exceptions=True)
-    elif way == "ws, after":
-        whole = await asyncio.gather(
-            *(
-                by_websocket_after(
-                    site, c, lambda c=c: ask(client, tokens[c], c, text), args.events
-                )
-                for c in chats
-            )
-        )
     elif way == "sse, asked":
         whole = await asyncio.gather(
             *(by_asking_for_the_stream(client, tokens[c], c, text, args.events) for c in chats)
@@ -227,11 +200,11 @@ async def stream_round(captured: list[list[tuple[int, Any]]], turns: list[Any]) 
     # list of waiters: a bench may look).
     while not all(stream.outbox._ready._waiters for stream in streams):  # noqa: ASYNC110
         await asyncio.sleep(0.05)
-    started = time.perf_counter()
+    started = time.thread_time()
     for frames in captured:
         await relay.publish(frames)
         await asyncio.sleep(0)  # every stream runs once, sending what it was queued
-    elapsed = time.perf_counter() - started
+    elapsed = time.thread_time() - started
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -267,9 +240,12 @@ def delivery(args) -> dict[str, float]:
             turns = bench_turns(stages.TURNS)
             figures = {"ws deliver": [], "stream": []}
             for _ in range(args.rounds):  # the two in turn, so neither runs on a warmer machine
-                figures["ws deliver"].append(runner.run(stages.deliver_round(captured)))
+                ws = stages.deliver_round(captured, clock=time.thread_time)
+                figures["ws deliver"].append(runner.run(ws))
                 figures["stream"].append(runner.run(stream_round(captured, turns)))
-        ws_send = stages.median_round(args.rounds, lambda: stages.ws_send_round(captured))
+        ws_send = stages.median_round(
+            args.rounds, lambda: stages.ws_send_round(captured, clock=time.thread_time)
+        )
     result = {name: statistics.median(values) for name, values in figures.items()}
     result["ws send"] = ws_send
     result["ws"] = result["ws deliver"] + ws_send
@@ -297,7 +273,7 @@ def delivery(args) -> dict[str, float]:
 async def served(args, loop_name: str) -> None:
     import httpx
 
-    ways = ["ws", "sse, asked", "ws, after", "sse"]
+    ways = ["ws", "sse, asked", "sse"]
     print(f"\n## B. The served site ({loop_name} client)\n")
     print(f"{args.chats} chats a round, one turn each of {args.events} events at {args.rate:g}/s\n")
     figures: dict[str, list[float]] = {way: [] for way in ways}
@@ -314,7 +290,7 @@ async def served(args, loop_name: str) -> None:
         with site:
             tokens = tokens_for(site)
             for round_ in range(args.rounds + 1):  # the first warms up: imports, pools
-                order = ways[round_ % 4 :] + ways[: round_ % 4]
+                order = ways[round_ % 3 :] + ways[: round_ % 3]
                 for way in order[:1] if round_ == 0 else order:
                     # A client per round: uvicorn closes connections idle for 5 s, and a POST
                     # sent on one it is closing is not retried.
@@ -334,9 +310,8 @@ async def served(args, loop_name: str) -> None:
     medians = [[way, f"{median[way]:.1f}"] for way in ways]
     print()
     print(bench.table(["way", "median server CPU µs/event"], medians))
-    for stream, socket in (("sse, asked", "ws"), ("sse", "ws, after")):
-        ratio = median[stream] / median[socket]
-        print(f"\n{stream} / {socket}, server CPU per event: {ratio:.2f}")
+    for way in ways[1:]:
+        print(f"\n{way} / ws, server CPU per event: {median[way] / median['ws']:.2f}")
 
 
 def main() -> None:

@@ -399,7 +399,9 @@ def open_page(chat_id: int, sent: list[str]) -> Any:
     return page
 
 
-async def deliver_round(captured: list[list[tuple[int, Any]]]) -> float:
+async def deliver_round(
+    captured: list[list[tuple[int, Any]]], clock: Callable[[], float] = time.perf_counter
+) -> float:
     from chats.live.relay import get_relay
 
     relay = get_relay()
@@ -411,11 +413,11 @@ async def deliver_round(captured: list[list[tuple[int, Any]]]) -> float:
         await relay.join(page.joined_chat_id, page.outbox)
         page.writer = asyncio.create_task(page._write_forever())
     await asyncio.sleep(0)  # the writers wait for their first frame
-    started = time.perf_counter()
+    started = clock()
     for frames in captured:
         await relay.publish(frames)
         await asyncio.sleep(0)  # every page's writer runs once, sending what it was queued
-    elapsed = time.perf_counter() - started
+    elapsed = clock() - started
     for page in pages:
         page.writer.cancel()
         await relay.leave(page.joined_chat_id, page.outbox)
@@ -446,16 +448,18 @@ def open_websockets(count: int) -> list[Any]:
     return servers
 
 
-def ws_send_round(captured: list[list[tuple[int, Any]]]) -> float:
+def ws_send_round(
+    captured: list[list[tuple[int, Any]]], clock: Callable[[], float] = time.perf_counter
+) -> float:
     servers = dict(zip(range(1, TURNS + 1), open_websockets(TURNS), strict=True))
     written = 0
-    started = time.perf_counter()
+    started = clock()
     for frames in captured:
         for chat_id, frame in frames:
             conn = servers[chat_id]
             conn.send_text(frame.text.encode())
             written += len(b"".join(conn.data_to_send()))
-    elapsed = time.perf_counter() - started
+    elapsed = clock() - started
     assert written > sum(len(f.text) for frames in captured for _, f in frames)
     return elapsed / (TURNS * EVENTS)
 
