@@ -18,8 +18,8 @@ class ApiTokenQuerySet(models.QuerySet):
 
 class ApiToken(models.Model):
     class Scope(models.TextChoices):
-        READ = "read", "read: chats, turns, events, search, webhooks"
-        ASK = "ask", "ask: start and stop turns (the MCP server's research)"
+        READ = "read", "read: chats, answers, event streams, search, webhooks"
+        ASK = "ask", "ask: questions, stop, organise chats, webhooks (the MCP server needs it)"
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"

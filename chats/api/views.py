@@ -47,7 +47,8 @@ api = NinjaAPI(
     title="ResearchSite API",
     version="1",
     description="Chats, cited answers, live event streams and webhooks of ResearchSite. "
-    "Authenticate with 'Authorization: Bearer <token>' (tokens: the API tokens page).",
+    "Authenticate with the header `Authorization: Bearer TOKEN` (tokens: the API tokens page; "
+    "the Authorize button here takes one).",
     urls_namespace="api",
     docs_url="/docs",
     openapi_url="/openapi.json",
