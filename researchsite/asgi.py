@@ -46,7 +46,7 @@ def _with_mcp(site):
     return http_app
 
 
-async def _lifespan(scope, receive, send):
+async def site_lifespan(scope, receive, send):
     """The site's lifespan (chats/run/lifespan.py), inside the MCP server's: the SDK's session
     manager runs while requests are served."""
     async with mcp_running():
@@ -96,6 +96,6 @@ application = ProtocolTypeRouter(
         "http": with_operations_endpoints(_http_app()),
         # Only the site's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS may connect.
         "websocket": SameOriginValidator(websocket_auth_stack(URLRouter(websocket_urlpatterns))),
-        "lifespan": freeze_heap_after_startup(_lifespan),
+        "lifespan": freeze_heap_after_startup(site_lifespan),
     }
 )

@@ -11,8 +11,9 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from chats.models import Chat, Turn
+from chats.models import Chat, ChatSearchDocument, Turn
 from tests.chats.api.conftest import CLAIMS, cited_reply, token_for
+from tests.waiting import wait_until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,10 +44,15 @@ def test_an_mcp_client_lists_the_tools_and_gets_a_cited_answer(site, upstream, u
         follow_up = await session.call_tool(
             "research", {"question": "And its margin?", "chat_id": chat_id}
         )
-        found = await session.call_tool("search_chats", {"query": "margin"})
-        return tools, answer, follow_up, found
+        return tools, answer, follow_up
 
-    tools, answer, follow_up, found = asyncio.run(with_session(site, token, work))
+    async def search(session: ClientSession):
+        return await session.call_tool("search_chats", {"query": "margin"})
+
+    tools, answer, follow_up = asyncio.run(with_session(site, token, work))
+    # The chat is indexed for search a moment after its answer is stored.
+    wait_until_sync(lambda: ChatSearchDocument.objects.filter(body__icontains="margin").exists())
+    found = asyncio.run(with_session(site, token, search))
 
     assert {tool.name for tool in tools.tools} == {"research", "search_chats"}
     research = next(tool for tool in tools.tools if tool.name == "research")
