@@ -50,15 +50,13 @@ def test_a_gemini_claim_is_flagged_against_its_page_live_and_after_a_reload(
     summary = page.locator(".turn .claim-summary")
     expect(summary).to_have_text("Checking 1 source…")
     # The result arrives over the websocket: no reload in between.
-    expect(summary).to_have_text(
-        "2 cited claims: 1 checked, 1 figure not found in its source.", timeout=20_000
-    )
+    expect(summary).to_have_text("2 cited claims: 1 figure found, 1 not found.", timeout=20_000)
     check_cards(page, page.locator(".turn .answer.cited"), news.url)
 
     page.reload()
     again = wait_for_answer(page).locator(".answer.cited")
     expect(again.locator(".claim-summary")).to_have_text(
-        "2 cited claims: 1 checked, 1 figure not found in its source."
+        "2 cited claims: 1 figure found, 1 not found."
     )
     check_cards(page, again, news.url)
     # The source's panel lists both claims, each passage saying where it comes from.

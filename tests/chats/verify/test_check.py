@@ -65,7 +65,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
     assert "Checking 1 source…" in finished["html"]
     checked = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]
     html = checked["html"]
-    assert "2 cited claims: 1 checked, 1 figure not found in its source." in html
+    assert "2 cited claims: 1 figure found, 1 not found." in html
     assert "38% not found in its source" in html
     assert "12% and $4.1 billion found in its source" in html
     # The passage is the page's own sentence (its words shared with the claim marked).
@@ -82,7 +82,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
     page = await SourcePage.objects.aget()
     assert (page.final_url, page.problem) == (final, "")
     checks = [r.claim_check["status"] async for r in Reference.objects.filter(turn_id=turn_id)]
-    assert checks == ["supported", "figure_not_found"]
+    assert checks == ["supported", "figure not found"]
 
     web = AsyncClient()
     await web.aforce_login(user)
@@ -90,9 +90,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
         response = await web.get(reverse(name, args=[chat.pk]))
         assert "38% not found in its source" in response.content.decode()
     markdown = (await web.get(reverse("chat_export", args=[chat.pk]))).content.decode()
-    assert (
-        "> Figure check: 2 cited claims: 1 checked, 1 figure not found in its source." in markdown
-    )
+    assert "> Figure check: 2 cited claims: 1 figure found, 1 not found." in markdown
     exported = (await web.get(reverse("chat_export_json", args=[chat.pk]))).json()
     assert "38% not found in its source" in str(exported)
 
@@ -121,14 +119,14 @@ async def test_a_private_source_is_never_requested_and_its_claims_are_not_checke
 
     html = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]["html"]
     assert news.requests == []
-    assert "2 cited claims: 2 without a passage to check." in html
+    assert "2 cited claims: 2 not read." in html
     assert " checked" not in html.split("claim-summary")[1].split("</p>")[0]
     assert (
         "The page could not be read (refused: 127.0.0.1 is a loopback address), so its claims"
         " are not checked."
     ) in html
     checks = [r.claim_check["status"] async for r in Reference.objects.filter(turn_id=turn_id)]
-    assert checks == ["no_passage", "no_passage"]
+    assert checks == ["not read", "not read"]
 
 
 async def test_with_fetching_off_nothing_is_fetched_and_no_claim_is_checked(
@@ -137,7 +135,7 @@ async def test_with_fetching_off_nothing_is_fetched_and_no_claim_is_checked(
     settings.SOURCE_FETCH_ENABLED = False
     _, client, turn_id = await ask_gemini(connect, user, gemini, news.url + REDIRECT)
     html = (await client.receive_until("turn.finished", turn_id=turn_id, timeout=30))[-1]["html"]
-    assert "2 cited claims: 2 without a passage to check." in html
+    assert "2 cited claims: 2 not read." in html
     assert news.requests == []
 
 
@@ -179,7 +177,7 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
 
     await finished.arefresh_from_db()
     html = finished.answer_html
-    assert "2 cited claims: 1 checked, 1 figure not found in its source." in html
+    assert "2 cited claims: 1 figure found, 1 not found." in html
     assert "The passage the agent cited" in html
     assert "From the page, fetched" in html
     assert news.paths == ["/2026/11/acme-results"]  # the chunked source's page is not fetched
