@@ -170,9 +170,11 @@ def extract_figures(text: str) -> list[Figure]:
     return list(_extract(text, spelled_bare=False))
 
 
-def claim_figures(claim: str) -> list[Figure]:
-    """Return the figures `check_claim` looks for: the claim's, each value once."""
-    return _unique(_extract(claim, spelled_bare=False))
+@lru_cache(maxsize=1024)
+def claim_figures(claim: str) -> tuple[Figure, ...]:
+    """Return the figures `check_claim` looks for: the claim's, each value once (cached: a claim
+    is read when its passages are chosen and again when they are checked)."""
+    return tuple(_unique(_extract(claim, spelled_bare=False)))
 
 
 def passage_figures(text: str) -> tuple[Figure, ...]:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
+from functools import lru_cache
 
 from citations.claims import Figure, check_claim, claim_figures, passage_figures, supports
 from citations.evidence import claims_of, content_words, with_checks
@@ -58,7 +59,7 @@ _ABBREVIATIONS = frozenset(
         *("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"),
     }
 )
-_WORD_BEFORE_STOP = re.compile(r"(?:^|(?<=[\s(\"'\u201c]))([\w.]+)\.$")
+_ENDS = (". ", "? ", "! ", "\u2026 ", '." ', ".\u201d ", ".) ")  # where a line may hold two
 # Where a long run may be split, best first: after these, then at a space.
 _CLAUSE_ENDS = ("; ", ": ", " \u2014 ", " \u2013 ", " - ", ", ")
 
@@ -75,45 +76,52 @@ class PageSentences:
     @property
     def figures(self) -> _FigureIndex:
         if self._index is None:
-            self._index = _FigureIndex(self.sentences)
+            self._index = _FigureIndex(self.sentences, self.folded)
         return self._index
 
 
+@lru_cache(maxsize=64)
 def page_sentences(text: str) -> PageSentences:
+    """The sentences of a page's main text (kept for the last 64 pages: a cited page is mostly
+    cited by other answers too, and its sentences and figures are read once)."""
     sentences = []
     for line in text.splitlines():
-        line = " ".join(_FOOTNOTE_MARK.sub("", line).split())
-        for sentence in _split_sentences(line):
-            sentences.extend(_split_long(sentence))
+        if "[" in line or not line.isascii():
+            line = _FOOTNOTE_MARK.sub("", line)
+        line = " ".join(line.split())
+        # The regex only where a line may hold several sentences: it is most of the cost.
+        pieces = _split_sentences(line) if any(e in line for e in _ENDS) else [line]
+        for sentence in pieces:
+            if len(sentence) > MAX_SENTENCE:
+                sentences.extend(_split_long(sentence))
+            elif len(sentence) > 1:
+                sentences.append(sentence)
     return PageSentences(tuple(sentences), tuple(s.casefold() for s in sentences))
 
 
 def _split_sentences(line: str) -> list[str]:
     """The sentences of one line of text (its spaces already collapsed)."""
-    if len(line) < 2:
-        return []
     pieces, start = [], 0
     for end in _SENTENCE_END.finditer(line):
         if not _ends_in_abbreviation(line, start, end.start()):
             pieces.append(line[start : end.end()].rstrip())
             start = end.end()
     pieces.append(line[start:])
-    return [p for p in pieces if len(p) > 1]
+    return pieces
 
 
 def _ends_in_abbreviation(line: str, start: int, stop: int) -> bool:
     """True if the full stop at `stop` closes an abbreviation or an initial, not a sentence."""
     if line[stop] != ".":
         return False
-    word = _WORD_BEFORE_STOP.search(line, start, stop + 1)
-    if word is None:
-        return False
-    token = word.group(1).casefold()
+    space = line.rfind(" ", start, stop)
+    token = line[space + 1 if space >= 0 else start : stop].lstrip("(\"'\u201c").casefold()
     return token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha())
 
 
 def _split_long(sentence: str) -> list[str]:
-    """`sentence` in pieces of at most MAX_SENTENCE characters, cut at clause boundaries."""
+    """`sentence` in pieces of at most MAX_SENTENCE characters, cut at clause boundaries (one
+    word longer than that is the only thing ever cut)."""
     pieces = []
     while len(sentence) > MAX_SENTENCE:
         window = sentence[:MAX_SENTENCE]
@@ -126,7 +134,7 @@ def _split_long(sentence: str) -> list[str]:
         if cut == -1:
             cut = window.rfind(" ")
         if cut <= 0:
-            cut = MAX_SENTENCE  # one word longer than a sentence: nothing else to do
+            cut = MAX_SENTENCE
         pieces.append(sentence[:cut].strip())
         sentence = sentence[cut:].strip()
     if sentence:
@@ -135,45 +143,76 @@ def _split_long(sentence: str) -> list[str]:
 
 
 class _FigureIndex:
-    """The figures of a page's sentences, sorted by value, to find the sentences that state a
+    """The figures of a page's sentences by family and value, to find the sentences that state a
     claim's figure without comparing it with every figure of the page."""
 
-    def __init__(self, sentences: tuple[str, ...]) -> None:
-        entries: list[tuple[Decimal, int, Figure]] = []
-        self.dates: list[tuple[int, Figure]] = []
-        for position, sentence in enumerate(sentences):
-            for figure in passage_figures(sentence) if _MAY_STATE_A_FIGURE.search(sentence) else ():
-                if isinstance(figure.value, Decimal):
-                    entries.append((figure.value, position, figure))
-                else:
-                    self.dates.append((position, figure))
-                if figure.kind in ("quarter", "date") and figure.unit.isdigit():
-                    entries.append((Decimal(figure.unit), position, figure))  # its year
-                elif figure.kind == "date" and str(figure.value)[:4].isdigit():
-                    entries.append((Decimal(str(figure.value)[:4]), position, figure))
-        entries.sort(key=lambda entry: entry[0])
-        self.values = [value for value, _, _ in entries]
-        self.entries = entries
+    def __init__(self, sentences: tuple[str, ...], folded: tuple[str, ...]) -> None:
+        found = [
+            (figure, position)
+            for position, sentence in enumerate(sentences)
+            if _MAY_STATE_A_FIGURE.search(folded[position])
+            for figure in passage_figures(sentence)
+        ]
+        by_family: dict[str, list[tuple[Decimal, int, Figure]]] = {}
+        self.dates = [(position, f) for f, position in found if f.kind == "date"]
+        for figure, position in found:
+            kind = figure.kind
+            if isinstance(figure.value, Decimal):
+                family = "amount" if kind in _AMOUNTS else kind
+                by_family.setdefault(family, []).append((figure.value, position, figure))
+            if (kind == "quarter" or kind == "date") and (year := _year_written(figure)):
+                by_family.setdefault("year", []).append((Decimal(year), position, figure))
+        self.sorted = {}
+        for family, entries in by_family.items():
+            entries.sort(key=_value_of)
+            self.sorted[family] = ([value for value, _, _ in entries], entries)
 
     def stating(self, figure: Figure) -> set[int]:
         """The positions of the sentences that state `figure` (the figure check's rule)."""
         if not isinstance(figure.value, Decimal):
             return {p for p, candidate in self.dates if supports(figure, candidate)}
+        # Within a family, a value in the claim's rounding is the figure check's match, but for
+        # two different currencies, or a quarter or date whose year differs.
         half = figure.precision / 2
-        low = bisect_left(self.values, figure.value - half)
-        high = bisect_right(self.values, figure.value + half)
-        return {
-            position
-            for _, position, candidate in self.entries[low:high]
-            if supports(figure, candidate)
-        }
+        unit = figure.unit if figure.kind in _AMOUNTS else ""
+        positions = set()
+        for family in _LOOKS_IN.get(figure.kind, (figure.kind,)):
+            values, entries = self.sorted.get(family, ((), ()))
+            low = bisect_left(values, figure.value - half)
+            high = bisect_right(values, figure.value + half)
+            for _, position, candidate in entries[low:high]:
+                if candidate.kind in _AMOUNTS:
+                    if not unit or not candidate.unit or unit == candidate.unit:
+                        positions.add(position)
+                elif supports(figure, candidate):
+                    positions.add(position)
+        return positions
 
 
-# A sentence without a digit, a spelled-out number, a month or a multiple states no figure.
+# Figures that can state one another share a family; a claim's year may be stated by a year, a
+# date or quarter of that year (indexed under "year" too), or the plain number.
+_AMOUNTS = frozenset({"number", "currency"})
+_LOOKS_IN = {"number": ("amount",), "currency": ("amount",), "year": ("year", "amount")}
+
+
+def _value_of(entry: tuple[Decimal, int, Figure]) -> Decimal:
+    return entry[0]
+
+
+def _year_written(figure: Figure) -> int | None:
+    if figure.kind == "quarter" and figure.unit.isdigit():
+        return int(figure.unit)
+    if figure.kind == "date" and str(figure.value)[:4].isdigit():
+        return int(str(figure.value)[:4])
+    return None
+
+
+# A sentence (casefolded) without a digit, a spelled-out number, an ordinal, a month or a
+# multiple states no figure.
 _MAY_STATE_A_FIGURE = re.compile(
-    r"\d|(?i:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty|forty|fifty"
+    r"\d|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty|forty|fifty"
     r"|sixty|seventy|eighty|ninety|hundred|eleven|first|second|third|fourth|twice|doubl|tripl"
-    r"|quadrupl|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    r"|quadrupl|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
 )
 
 
