@@ -50,6 +50,9 @@ analysts' estimates.</p>
 </body></html>
 """
 
+# The same article, saying nothing of margins: no sentence of it shares a word with a margin claim.
+ARTICLE_WITHOUT_MARGINS_HTML = ARTICLE_HTML.replace(f"{MARGIN_SENTENCE} ", "")
+
 
 @dataclass
 class Page:

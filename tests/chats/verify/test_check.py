@@ -23,6 +23,7 @@ from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gem
 from tests.standins.pages import (
     ABORT_MARKER,
     ARTICLE_HTML,
+    ARTICLE_WITHOUT_MARGINS_HTML,
     MARGIN_SENTENCE,
     Page,
     gzip_bomb,
@@ -34,6 +35,7 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SENTENCES = ["Revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
+ACME = ["Acme revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
 REDIRECT = "/grounding-api-redirect/AbC123"
 
 
@@ -463,3 +465,56 @@ async def test_waiting_pages_are_served_user_by_user_in_turn():
     await asyncio.gather(first, *rest)
     assert order == ["a", "b", "c", "a", "a", "a"]
     assert (slots.running, slots.running_for, slots.waiting) == (0, {}, {})
+
+
+async def test_a_claim_sharing_no_word_with_its_page_is_flagged_live_and_after_a_reload(
+    connect, user, reviewer, gemini, news
+):
+    """Gemini's "Acme revenue rose 12% to $4.1 billion. Gross margin widened to 38%." citing a
+    page that states 12% and $4.1 billion and never mentions margins: the page was read, 38% is
+    not on it, and that is what the check says, naming the figure; the other claim is
+    supported. The states are the exports' contract."""
+    news.pages["/2026/11/acme-results"] = Page(body=ARTICLE_WITHOUT_MARGINS_HTML)
+    gemini.queue(stream(*grounded_answer(ACME, [(news.url + REDIRECT, "news.example")])))
+    chat = await database_sync_to_async(chat_create)(owner=user, provider="gemini")
+    client = await connect(user, chat)
+    await client.send({"type": "ask", "message": "How did Acme do?", "research_effort": "lite"})
+    turn_id = (await client.receive_until("turn.started"))[-1]["turn_id"]
+
+    checked = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]
+    summary = "2 cited claims: 1 figure found, 1 not found."
+    for html in (checked["html"], (await Turn.objects.aget(pk=turn_id)).answer_html):
+        assert f'<p class="claim-summary">{summary}</p>' in html
+        assert (
+            '<p class="evidence-check evidence-check-flagged">38% not found in its source</p>'
+            in html
+        )
+        assert "No sentence of the page shares a word with this claim." in html
+        assert "12% and $4.1 billion found in its source" in html
+
+    web = AsyncClient()
+    await web.aforce_login(user)
+    page = (await web.get(reverse("chat_detail", args=[chat.pk]))).content.decode()
+    assert summary in page and "38% not found in its source" in page
+    exported = (await web.get(reverse("chat_export_json", args=[chat.pk]))).json()
+    claims = exported["turns"][0]["claims"]
+    assert [(c["check"]["status"], c["check"]["message"]) for c in claims] == [
+        ("supported", "12% and $4.1 billion found in its source"),
+        ("figure not found", "38% not found in its source"),
+    ]
+    markdown = (await web.get(reverse("chat_export", args=[chat.pk]))).content.decode()
+    assert f"> Figure check: {summary}\n" in markdown
+    assert (
+        "> - figure not found: “Gross margin widened to 38%.” (38% not found in its source)"
+        in markdown
+    )
+
+    admin = AsyncClient()
+    await admin.aforce_login(reviewer)
+    review = (await admin.get(reverse("admin:chats_turn_change", args=[turn_id]))).content.decode()
+    assert "supported: 12% and $4.1 billion found in its source" in review
+    assert "38% not found in its source" in review
+    flagged = await admin.get(reverse("admin:chats_turn_changelist") + "?check=figure+not+found")
+    assert f"/admin/chats/turn/{turn_id}/change/" in flagged.content.decode()
+    unread = await admin.get(reverse("admin:chats_turn_changelist") + "?check=not+read")
+    assert f"/admin/chats/turn/{turn_id}/change/" not in unread.content.decode()
