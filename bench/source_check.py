@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from _machine import machine  # noqa: E402
+from _machine import git_commit, machine  # noqa: E402
 from channels.db import database_sync_to_async  # noqa: E402
 from channels.routing import URLRouter  # noqa: E402
 from channels.testing import WebsocketCommunicator  # noqa: E402
@@ -139,14 +138,6 @@ def checked_turn(chat: Chat, pages: int) -> int:
     turn = Turn.objects.create(chat=chat, question="How did they do?")
     turn_finish_many([TurnEnd(turn.pk, transcript, Turn.Status.COMPLETE)])
     return turn.pk
-
-
-def git_commit() -> str:
-    result = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode
-    return result.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
 async def main() -> None:
