@@ -7,7 +7,7 @@ bench/streaming.py's load does, so nearly every socket read carries one event. T
 reading the same streams run in this one process, alternately, round after round:
 
 - site: the site's path without the parsing (`httpx.AsyncClient` over `http_transport()`, the
-  loop's connection pool, `httpx_sse.aconnect_sse`, `aiter_text(response)`), which reads a paced
+  loop's connection pool, `client.stream`, `aiter_text(response)`), which reads a paced
   stream once per tick of the relay (chats.loop.ticks): 1.25-1.5 events a read;
 - aiohttp: aiohttp directly (`ClientSession.post`, `content.readany()`), which the site's
   transport wraps;

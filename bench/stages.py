@@ -14,7 +14,7 @@ the median of 5 parts of one run: see `database_stages`).
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
    site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
-   `httpx_sse.aconnect_sse`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
+   `client.stream`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
    (chats.loop.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
@@ -186,21 +186,20 @@ def pending_ticks(ids: list[tuple[int, int]], turns: int = TURNS) -> list[list[A
 async def read_stream(url: str, text: str, counts: list[int], index: int, opened: Any) -> None:
     """One run's HTTP read as `AgentStream` does it, without the parsing."""
     import httpx
-    from httpx_sse import aconnect_sse
 
     from chats.agent import http_transport, stream_timeout
     from chats.agent.aiohttp_transport import aiter_text
     from chats.agent.providers.bigdata import AgentRequest
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
-    headers = {"Content-Type": "application/json"}
+    headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}  # as the site's
     async with (
         httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
-        aconnect_sse(
-            client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
-        ) as source,
+        client.stream(
+            "POST", url, json=AgentRequest(message=text).payload(), headers=headers
+        ) as response,
     ):
-        async for chunk in aiter_text(source.response):
+        async for chunk in aiter_text(response):
             first = not counts[index]
             counts[index] += chunk.count("\n\n")  # events end with a blank line
             READS[0] += 1
@@ -599,7 +598,7 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "aiohttp, opened through httpx + httpx_sse: socket, HTTP body, UTF-8 text (paced)",
+    "read": "aiohttp, opened through httpx: socket, HTTP body, UTF-8 text (paced)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
