@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine
-from _site import Upstream, question
+from _site import Upstream, question, setup_django
 
 EVENTS = 150
 RATE = 50.0
@@ -135,12 +135,10 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
     os.environ.setdefault("SECRET_KEY", "bench-read-paths-not-secret")
-    import django
     import uvloop
 
-    django.setup()
+    setup_django()
     from chats.agent import close_http_sessions
 
     print(f"## Reading {args.streams} paced streams, by read path (`bench/read_paths.py`)\n")
