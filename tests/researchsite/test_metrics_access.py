@@ -1,4 +1,5 @@
-"""Who may read /metrics: METRICS_ALLOWED_IPS, read once rather than on every scrape."""
+"""Who may read /metrics: METRICS_ALLOWED_IPS, read once rather than on every scrape; nobody
+when metrics are off. (tests/researchsite/test_operations.py scrapes a real server process.)"""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import logging
 from researchsite.operations import with_operations_endpoints
 
 
-async def scrape(client: str) -> int:
-    """The status /metrics answers a request from `client` (an ASGI call, as uvicorn makes)."""
+async def scrape(client: str, path: str = "/metrics") -> int:
+    """The status `path` answers a request from `client` (an ASGI call, as uvicorn makes)."""
     sent = []
 
     async def send(message):
@@ -17,7 +18,7 @@ async def scrape(client: str) -> int:
     async def not_the_site(scope, receive, send):
         raise AssertionError("/metrics is answered before the site")
 
-    scope = {"type": "http", "method": "GET", "path": "/metrics", "headers": []}
+    scope = {"type": "http", "method": "GET", "path": path, "headers": []}
     await with_operations_endpoints(not_the_site)({**scope, "client": (client, 40000)}, None, send)
     return sent[0]["status"]
 
@@ -38,3 +39,9 @@ async def test_a_changed_allow_list_is_read_again(settings):
     assert await scrape("10.1.2.3") == 200
     settings.METRICS_ALLOWED_IPS = ["192.0.2.0/24"]
     assert await scrape("10.1.2.3") == 403
+
+
+async def test_metrics_off_answers_404_and_the_probes_still_answer(settings):
+    settings.METRICS_ENABLED = False
+    assert await scrape("127.0.0.1") == 404
+    assert await scrape("127.0.0.1", "/healthz") == 200
