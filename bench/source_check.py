@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -31,20 +30,25 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from anywhere
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _site import setup_django  # noqa: E402
+
 _DB_DIR = tempfile.mkdtemp(prefix="bench-source-check-")
-os.environ.update(
-    DJANGO_SETTINGS_MODULE="researchsite.settings",
+setup_django(
     DATABASE_URL=f"sqlite:///{_DB_DIR}/bench.sqlite3",
     REDIS_URL="",
     LOG_LEVEL="WARNING",
     DEMO_AGENT_ENABLED="false",
 )
 
+<<<<<<< HEAD
 import django  # noqa: E402
 
 django.setup()
 
 from _machine import git_commit, machine  # noqa: E402
+=======
+from _machine import machine  # noqa: E402
+>>>>>>> work-hygiene
 from channels.db import database_sync_to_async  # noqa: E402
 from channels.routing import URLRouter  # noqa: E402
 from channels.testing import WebsocketCommunicator  # noqa: E402

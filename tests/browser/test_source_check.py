@@ -4,6 +4,7 @@ page does not state and shows the page's own sentence; a reload shows the same."
 
 from __future__ import annotations
 
+import threading
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,13 +27,20 @@ def gemini(settings):
 @pytest.fixture
 def news(settings):
     site = news_site()
-    # The page answers after a moment, so the page shows the check going on before its result.
-    site.pages["/2026/11/acme-results"].delay = 1.5
+    # The cited page answers once the test has seen the check going on (`release`).
+    site.pages["/2026/11/acme-results"].held = threading.Event()
     with serve_asgi(site) as url:
         site.url = url
         settings.SOURCE_FETCH_ENABLED = True
         settings.SOURCE_FETCH_ALLOWED_HOSTS = [urlsplit(url).netloc]
-        yield site
+        try:
+            yield site
+        finally:
+            release(site)
+
+
+def release(site) -> None:
+    site.pages["/2026/11/acme-results"].held.set()
 
 
 def test_a_gemini_claim_is_flagged_against_its_page_live_and_after_a_reload(
@@ -49,6 +57,7 @@ def test_a_gemini_claim_is_flagged_against_its_page_live_and_after_a_reload(
     answer = wait_for_answer(page).locator(".answer.cited")
     summary = page.locator(".turn .claim-summary")
     expect(summary).to_have_text("Checking 1 source…")
+    release(news)
     # The result arrives over the websocket: no reload in between.
     expect(summary).to_have_text("2 cited claims: 1 figure found, 1 not found.", timeout=20_000)
     check_cards(page, page.locator(".turn .answer.cited"), news.url)

@@ -18,6 +18,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from chats.verify.reading import read_page
+from demo_agent.scripted import client_left_within
 
 ARTICLE_SENTENCE = (
     "Acme Corp said on Tuesday that quarterly revenue rose 12% to $4.1 billion, helped by"
@@ -60,6 +61,8 @@ class Page:
     body: bytes | str = b""
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/html"})
     delay: float = 0.0  # seconds before the body, to try the time limit
+    # Set: the body waits until the test sets it (a page still loading while the test looks).
+    held: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,10 @@ class PageSite:
         body = page.body.encode() if isinstance(page.body, str) else page.body
         raw = [(k.encode(), v.encode()) for k, v in page.headers.items()]
         await send({"type": "http.response.start", "status": page.status, "headers": raw})
-        if page.delay:
-            await asyncio.sleep(page.delay)
+        if page.delay and await client_left_within(receive, page.delay):
+            return  # the fetcher gave up: nobody to send the page to
+        if page.held is not None:
+            await asyncio.to_thread(page.held.wait, 60)
         await send({"type": "http.response.body", "body": body})
 
 

@@ -88,7 +88,11 @@ def test_rename_answers_json_when_asked_and_refuses_a_blank_title(logged_in, cha
     response = logged_in.post(
         url, {"title": "Copper, again"}, headers={"Accept": "application/json"}
     )
-    assert response.json() == {"ok": True, "title": "Copper, again"}
+    assert response.json() == {
+        "ok": True,
+        "title": "Copper, again",
+        "page_title": "Copper, again · ResearchSite",
+    }
 
     response = logged_in.post(url, {"title": "   "}, headers={"Accept": "application/json"})
     assert response.status_code == HTTPStatus.BAD_REQUEST

@@ -151,9 +151,9 @@ async def test_a_plain_text_page_is_its_own_text(news):
 
 async def test_a_page_slower_than_the_time_limit_gives_up(news):
     news.pages["/slow"] = Page(body="<p>late</p>", delay=3)
-    async with PageFetcher(allowed_hosts=[news.hostport], timeout=1) as fetcher:
+    async with PageFetcher(allowed_hosts=[news.hostport], timeout=0.2) as fetcher:
         fetched = await fetcher.fetch(f"{news.url}/slow")
-    assert fetched.problem == "no answer within 1 s"
+    assert fetched.problem == "no answer within 0.2 s"
 
 
 async def test_redirects_stop_after_five_hops(news):
