@@ -40,15 +40,7 @@ setup_django(
     DEMO_AGENT_ENABLED="false",
 )
 
-<<<<<<< HEAD
-import django  # noqa: E402
-
-django.setup()
-
 from _machine import git_commit, machine  # noqa: E402
-=======
-from _machine import machine  # noqa: E402
->>>>>>> work-hygiene
 from channels.db import database_sync_to_async  # noqa: E402
 from channels.routing import URLRouter  # noqa: E402
 from channels.testing import WebsocketCommunicator  # noqa: E402

@@ -115,6 +115,8 @@ def test_a_claim_its_page_never_speaks_of_is_flagged_naming_its_figure_live_and_
 
     wait_for_answer(page)
     summary = page.locator(".turn .claim-summary")
+    expect(summary).to_have_text("Checking 1 source…")
+    release(news)
     expect(summary).to_have_text("2 cited claims: 1 figure found, 1 not found.", timeout=20_000)
     for _ in range(2):  # live, then after a reload
         answer = wait_for_answer(page).locator(".answer.cited")
