@@ -25,7 +25,7 @@ import anthropic
 
 from chats.agent import events
 from chats.agent.events import AgentEvent
-from chats.agent.providers.json_values import as_dict, is_int
+from chats.agent.json_values import as_count, as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, Passage, SourceDocument, ToolCall, web_source
@@ -251,7 +251,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
         self._content.extend(self._message_blocks[i] for i in sorted(self._message_blocks))
         self._message_blocks = {}
         for name in USAGE_COUNTS:
-            self._usage_before[name] = self._usage_before.get(name, 0) + _count(
+            self._usage_before[name] = self._usage_before.get(name, 0) + as_count(
                 self._usage.get(name)
             )
         self._usage = {}
@@ -267,7 +267,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
         if self._stop_reason == "max_tokens":
             return [events.ErrorEvent(error=CUT_SHORT)]
         usage = {
-            name: self._usage_before.get(name, 0) + _count(self._usage.get(name))
+            name: self._usage_before.get(name, 0) + as_count(self._usage.get(name))
             for name in USAGE_COUNTS
         }
         consumption = (
@@ -340,10 +340,6 @@ def _page_date(value: Any) -> date | None:
             except ValueError:
                 continue
     return None
-
-
-def _count(value: Any) -> int:
-    return value if is_int(value) and value >= 0 else 0
 
 
 # --- Client ----------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ import httpx
 from chats.agent import events
 from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
 from chats.agent.events import AgentEvent
+from chats.agent.json_values import as_dict, as_int, as_list, is_int, objects
 from chats.agent.providers.attempts import RetryingClient, RetryNotice, posted_events, refusal
-from chats.agent.providers.json_values import as_dict
 from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import (
@@ -67,13 +67,12 @@ def event_from_message(
     if not isinstance(kind, str) or not kind:
         return None
     if kind == "AUDIT":
-        traces = [t for t in _list(message.get("audit_traces")) if isinstance(t, dict)]
+        traces = objects(message.get("audit_traces"))
         return events.AuditEvent(
             tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw
         )
     if kind == "GROUNDING":
-        references = message.get("references")
-        references = references if isinstance(references, list) else []
+        references = as_list(message.get("references"))
         return events.GroundingEvent(
             citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
         )
@@ -102,8 +101,8 @@ def citation(data: Any) -> Citation:
         problem = "source is neither an object nor null"
     source = source_document(raw_source) if isinstance(raw_source, dict) else None
     return Citation(
-        start=_int(data.get("start")),
-        end=_int(data.get("end")),
+        start=as_int(data.get("start")),
+        end=as_int(data.get("end")),
         source=source,
         tool_name=_first_text(data.get("tool_name"), data.get("toolName"), tag.get("tool_name")),
         audit_ids=_audit_ids(data, tag),
@@ -132,7 +131,7 @@ def _audit_ids(data: dict[str, Any], tag: dict[str, Any]) -> tuple[str, ...]:
 
 def _passages(source: dict[str, Any]) -> tuple[Passage, ...]:
     """The text a source contributed: BIGDATA `chunks[].text`, EXTERNAL `text`."""
-    passages = [Passage.from_data(c) for c in _list(source.get("chunks")) if isinstance(c, dict)]
+    passages = [Passage.from_data(c) for c in objects(source.get("chunks"))]
     if isinstance(source.get("text"), str) and source["text"].strip():
         passages.append(Passage.from_data({"text": source["text"], **_relevance(source)}))
     return tuple(p for p in passages if p is not None and p.text.strip())
@@ -230,29 +229,18 @@ def tool_call(trace: dict[str, Any]) -> ToolCall:
 
 def _search_results(trace: dict[str, Any]) -> list[SourceDocument]:
     """The documents a search returned (`results[*].values[*]`), cited or not."""
-    documents = []
-    results = trace.get("results")
-    for result in results if isinstance(results, list) else []:
-        values = result.get("values") if isinstance(result, dict) else None
-        for value in values if isinstance(values, list) else []:
-            if isinstance(value, dict):
-                documents.append(source_document(value))
-    return documents
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return [
+        source_document(value)
+        for result in objects(trace.get("results"))
+        for value in objects(result.get("values"))
+    ]
 
 
 def _first_text(*values: Any) -> str:
     for value in values:
         if isinstance(value, str) and value:
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_int(value):
             return str(value)
     return ""
 

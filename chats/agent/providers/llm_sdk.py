@@ -19,6 +19,7 @@ import httpx
 from chats.agent import events
 from chats.agent._http import Upstream, error_detail, redact, refused
 from chats.agent.events import AgentEvent
+from chats.agent.json_values import is_int
 from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import RetryingClient, posted_events, refusal
 from chats.agent.sse import StreamMessage
@@ -75,7 +76,7 @@ class LlmSdkAdapter:
         usage = document.get("usage")
         if isinstance(usage, dict):
             for name, value in usage.items():  # summed, as the accumulator does
-                if isinstance(value, int) and not isinstance(value, bool):
+                if is_int(value):
                     self._usage[name] = self._usage.get(name, 0) + value
         return found
 
