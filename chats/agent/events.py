@@ -195,17 +195,10 @@ KNOWN_TYPES = (
 
 
 def event_from_data(data: Any) -> AgentEvent | None:
-    """Read an event back from our schema (`AgentEvent.data`), as the event log stored it."""
+    """Read an event back from our schema (`AgentEvent.data`). The event log's rows, some of
+    which predate the schema, are read by `chats.agent.logged_events.logged_event`."""
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) or not data["type"]:
         return None
-    kind = data["type"]
-    if (kind == "GROUNDING" and "citations" not in data) or (
-        kind == "AUDIT" and "tool_calls" not in data
-    ):
-        # Logged before events had a schema of their own: the Bigdata message as received.
-        from chats.agent.providers.bigdata import event_from_message
-
-        return event_from_message(data)
     chat_id = data.get("chat_id")
     return event_from_fields(data, chat_id=chat_id if isinstance(chat_id, str) else None)
 
