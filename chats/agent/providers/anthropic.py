@@ -22,6 +22,7 @@ from datetime import date, datetime
 from typing import Any
 
 import anthropic
+from django.conf import settings
 
 from chats.agent import events
 from chats.agent.events import AgentEvent
@@ -359,8 +360,6 @@ class AnthropicClient(SdkStream):
     def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if max_tokens is None:
-            from django.conf import settings
-
             max_tokens = getattr(settings, "ANTHROPIC_MAX_TOKENS", 4096)
         self.max_tokens = max_tokens
         self._answer_adapter = AnthropicAdapter()

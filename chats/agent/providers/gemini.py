@@ -27,13 +27,13 @@ from chats.agent import events
 from chats.agent._http import Upstream, host_of, http_transport, redact, refused, stream_timeout
 from chats.agent.events import AgentEvent
 from chats.agent.json_values import as_count, as_dict, as_list, is_count
-from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     TRANSPORT_ERRORS,
     RetryingClient,
     refusal,
     transport_failure,
 )
+from chats.agent.request import AgentRequest, ConversationTurn
 from chats.agent.sse import StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
@@ -353,7 +353,7 @@ def _error_event_message(error: dict[str, Any]) -> str:
 # --- the client -----------------------------------------------------------------------------
 
 
-def request_contents(request: ProviderRequest) -> list[dict[str, Any]]:
+def request_contents(request: AgentRequest) -> list[dict[str, Any]]:
     """The branch's history as alternating user/model contents, then the new question.
 
     Gemini keeps no conversation on its side, so every follow-up resends the branch.
@@ -380,9 +380,6 @@ class GeminiClient(RetryingClient):
     first event.
     """
 
-    request: ProviderRequest
-    config: ProviderConfig
-
     async def _attempt(self) -> AsyncIterator[AgentEvent]:
         genai, errors, types = await asyncio.to_thread(load_sdk)
 
@@ -393,7 +390,7 @@ class GeminiClient(RetryingClient):
             client = genai.Client(
                 api_key=self.config.api_key,
                 http_options=types.HttpOptions(
-                    base_url=self.config.base_url or DEFAULT_BASE_URL,
+                    base_url=self.config.url or DEFAULT_BASE_URL,
                     api_version=API_VERSION,
                     httpx_async_client=http,
                 ),
@@ -426,7 +423,7 @@ class GeminiClient(RetryingClient):
             except errors.APIError as error:
                 raise self._api_error(error, started) from None
             except TRANSPORT_ERRORS as error:
-                host = host_of(self.config.base_url or DEFAULT_BASE_URL)
+                host = host_of(self.config.url or DEFAULT_BASE_URL)
                 raise transport_failure(error, started, "Gemini", host, self.config) from None
             for event in [*transport.take(), *reader.close()]:
                 yield event

@@ -20,8 +20,8 @@ from chats.agent import events
 from chats.agent._http import Upstream, error_detail, redact, refused
 from chats.agent.events import AgentEvent
 from chats.agent.json_values import is_int
-from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import RetryingClient, posted_events, refusal
+from chats.agent.request import AgentRequest
 from chats.agent.sse import StreamMessage
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
@@ -185,7 +185,7 @@ def _error_message(error: Any) -> str:
 # --- the client -----------------------------------------------------------------------------
 
 
-def request_body(request: ProviderRequest, model: str = "") -> dict[str, Any]:
+def request_body(request: AgentRequest, model: str = "") -> dict[str, Any]:
     """llm-sdk's `LanguageModelInput` shape: the branch's history, then the new question.
 
     Each earlier turn is a user message and an assistant message of one text part; `model` is
@@ -210,9 +210,6 @@ def _message(role: str, text: str) -> dict[str, Any]:
 class LlmSdkClient(RetryingClient):
     """POST the conversation to an llm-sdk agent and read its JSON-lines (or SSE) stream."""
 
-    request: ProviderRequest
-    config: ProviderConfig
-
     def _attempt(self) -> AsyncIterator[AgentEvent]:
         headers = {
             "Content-Type": "application/json",
@@ -221,7 +218,7 @@ class LlmSdkClient(RetryingClient):
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         return posted_events(
-            self.config.base_url,
+            self.config.url,
             request_body(self.request, self.config.model),
             headers,
             self._reader(LlmSdkAdapter(self.config.model), json_lines=True),
