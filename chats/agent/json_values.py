@@ -6,15 +6,15 @@ Every adapter in `chats.agent.providers` and the reader of our own event schema
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """True for a JSON integer; `True` and `False` are not counts or indexes."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """True for a JSON integer that is not negative: a count, an index, an offset."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 

@@ -117,13 +117,15 @@ class AnthropicAdapter(TypedMessagesAdapter):
                     return None
                 return self._block_start(index, block)
             case "content_block_delta":
-                block = self._blocks.get(document.get("index"))  # type: ignore[arg-type]
+                index = document.get("index")
+                block = self._blocks.get(index) if is_int(index) else None
                 delta = document.get("delta")
                 if block is None or not isinstance(delta, dict):
                     return None
                 return self._block_delta(block, delta)
             case "content_block_stop":
-                block = self._blocks.pop(document.get("index"), None)  # type: ignore[arg-type]
+                index = document.get("index")
+                block = self._blocks.pop(index, None) if is_int(index) else None
                 return self._block_stop(block) if block is not None else []
             case "message_delta":
                 self._note_container(as_dict(document.get("delta")).get("container"))
