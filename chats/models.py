@@ -313,4 +313,9 @@ class Preference(models.Model):
 
 
 from chats.teams.models import Team, TeamMembership  # noqa: E402, F401  (registered with this app)
+from chats.usage.models import (  # noqa: E402, F401  (registered with this app)
+    TurnUsage,
+    UsageLimit,
+    UsageWarning,
+)
 from chats.watch.models import Watch, WatchRun  # noqa: E402, F401  (registered with this app)

@@ -17,6 +17,7 @@ from chats.errors import TurnStartError
 from chats.models import Turn
 from chats.selectors import chat_branch, chat_get_for_user
 from chats.services import chat_create, chat_select_branch
+from chats.usage.selectors import usage_warning_this_month
 from citations.render import render_markdown
 from citations.selectors import cited_answer_for_turn
 
@@ -49,6 +50,7 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
         "limits": page_limits(),
         "agent_label": agent_label(chat.provider),
+        "usage_warning": usage_warning_this_month(user=request.user),  # shown under its turn
     }
     return render(request, "chats/chat_detail.html", context)
 
