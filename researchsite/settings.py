@@ -375,6 +375,8 @@ SOURCE_FETCH_ENABLED = env.bool("SOURCE_FETCH_ENABLED", default=True)
 SOURCE_FETCH_ALLOWED_HOSTS = env.list("SOURCE_FETCH_ALLOWED_HOSTS", default=[])
 # A page fetched this recently is read from the cache (citations.SourcePage), not fetched again.
 SOURCE_FETCH_MAX_AGE_HOURS = env.float("SOURCE_FETCH_MAX_AGE_HOURS", default=24.0)
+# Pages one turn reads at most (the first cited); the others are "not read: over the limit".
+SOURCE_FETCH_MAX_PAGES_PER_TURN = env.int("SOURCE_FETCH_MAX_PAGES_PER_TURN", default=20)
 
 # --- Watches: re-running a question on a schedule ---------------------------------------------
 # django-tasks with its database backend keeps the queue in this database (chats/watch/tasks.py).

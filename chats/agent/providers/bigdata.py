@@ -61,7 +61,7 @@ def event_from_message(
     """Return the typed event for one message, or None when it has no string `type`.
 
     Our event schema borrows the Research Agent's message shape for every type but AUDIT and
-    GROUNDING, so those two are read here and the rest by `event_from_data`.
+    GROUNDING, so those two are read here and the rest by `events.event_from_fields`.
     """
     kind = message.get("type")
     if not isinstance(kind, str) or not kind:

@@ -203,7 +203,7 @@ def test_json_export_has_turns_references_and_sources(logged_in, chat):
     assert turn["answer"] == "Prices should rise."
     assert [s["name"] for s in turn["sources"]] == ["Mining Weekly"]
     assert [(r["start"], r["end"], r["footnote"]) for r in turn["references"]] == [(0, 19, 1)]
-    assert [c["check"]["status"] for c in turn["claims"]] == ["no_passage"]  # the claim check
+    assert [c["check"]["status"] for c in turn["claims"]] == ["not read"]  # the claim check
 
 
 def test_json_export_carries_charts_and_structured_output(logged_in, chat):
