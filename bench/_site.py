@@ -552,6 +552,7 @@ async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
     """Read and parse a run straight from the stand-in with the site's own parser."""
     import httpx
 
+    from chats.agent.providers.bigdata import BigdataAdapter
     from chats.agent.sse import StreamReader, aiter_events
 
     # Not trust_env: no proxy on loopback. The stand-in's CA, when it serves TLS (Upstream).
@@ -561,7 +562,7 @@ async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
         count = 0
         payload = {"message": question(events=events), "research_effort": "standard"}
         async with client.stream("POST", upstream_url, json=payload) as response:
-            async for _event in aiter_events(response.aiter_text(), StreamReader()):
+            async for _event in aiter_events(response.aiter_text(), StreamReader(BigdataAdapter())):
                 count += 1
         return time.perf_counter() - started, count
 

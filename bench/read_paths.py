@@ -57,11 +57,14 @@ async def read_site(url: str, text: str) -> int:
 async def read_aiohttp(url: str, text: str, session) -> int:
     import aiohttp
 
-    from chats.agent.providers.bigdata import AgentRequest
+    from chats.agent.providers.bigdata import request_body
+    from chats.agent.request import AgentRequest
 
     events = 0
     timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
-    async with session.post(url, json=AgentRequest(message=text).payload(), timeout=timeout) as r:
+    async with session.post(
+        url, json=request_body(AgentRequest(message=text)), timeout=timeout
+    ) as r:
         while chunk := await r.content.readany():
             events += chunk.count(b"\n\n")
     return events
@@ -93,11 +96,12 @@ class Counting(asyncio.Protocol):
 async def read_protocol(url: str, text: str) -> int:
     from urllib.parse import urlsplit
 
-    from chats.agent.providers.bigdata import AgentRequest
+    from chats.agent.providers.bigdata import request_body
+    from chats.agent.request import AgentRequest
 
     loop = asyncio.get_running_loop()
     parts = urlsplit(url)
-    body = json.dumps(AgentRequest(message=text).payload()).encode()
+    body = json.dumps(request_body(AgentRequest(message=text))).encode()
     head = (
         f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"

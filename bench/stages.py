@@ -187,14 +187,15 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
 
     from chats.agent import http_transport, stream_timeout
     from chats.agent.aiohttp_transport import aiter_text
-    from chats.agent.providers.bigdata import AgentRequest
+    from chats.agent.providers.bigdata import request_body
+    from chats.agent.request import AgentRequest
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
     headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}  # as the site's
     async with (
         httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
         client.stream(
-            "POST", url, json=AgentRequest(message=text).payload(), headers=headers
+            "POST", url, json=request_body(AgentRequest(message=text)), headers=headers
         ) as response,
     ):
         async for chunk in aiter_text(response):

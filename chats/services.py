@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,14 +14,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from chats.agent.options import QuestionOptions, request_fields
-from chats.agent.providers import (
-    BIGDATA,
-    ConversationTurn,
-    ProviderRequest,
-    agent_choices,
-    default_agent,
-)
-from chats.agent.providers.bigdata import AgentRequest
+from chats.agent.providers import BIGDATA, agent_choices, default_agent
+from chats.agent.request import AgentRequest, ConversationTurn, Workflow
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.answer.charts import charts_for_turn
@@ -54,7 +48,7 @@ class StartedTurn:
     """A turn `turn_start` created, the request that asks the agent for it, and its siblings."""
 
     turn: Turn
-    request: AgentRequest | ProviderRequest
+    request: AgentRequest
     siblings: list[int]  # the ids of the turns under the same parent, this one last
 
     @property
@@ -65,7 +59,12 @@ class StartedTurn:
 
 @dataclass(frozen=True)
 class TurnAsk:
-    """One question to start a turn for, as the page asked it."""
+    """One question to start a turn for, as the page asked it.
+
+    A `chat` not saved yet (no `pk`) asks for a new chat: its owner's, answered by its agent,
+    created with its first turn once the ask passes the checks. A `workflow` runs instead of a
+    question (the Research Agent's Workflows, always in a new chat); `question` is its title.
+    """
 
     chat: Chat
     question: str
@@ -74,6 +73,7 @@ class TurnAsk:
     restart: bool = False
     options: QuestionOptions | None = None  # None: the chat's saved options
     save_options: bool = True  # False: a re-run, which leaves the composer's options alone
+    workflow: Workflow | None = None
 
 
 def turn_start(
@@ -103,7 +103,8 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     order of `asks`, the started turn or why that ask was refused; one refusal costs the others
     nothing.
 
-    The options an ask carries are saved on its chat; None uses the chat's.
+    The options an ask carries are saved on its chat; None uses the chat's. An ask for a new
+    chat (see `TurnAsk`) creates it here, in the same transaction, after the same checks.
 
     A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
     at the start of an existing conversation (an edited first question) branches from INITIAL;
@@ -117,7 +118,7 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     # counted one at a time, so twenty at once cannot all see room for one more, and no two
     # transactions can each hold a row the other waits for.
     owner_ids = sorted({ask.chat.owner_id for ask in asks})
-    chat_ids = sorted({ask.chat.pk for ask in asks})
+    chat_ids = sorted({ask.chat.pk for ask in asks if ask.chat.pk is not None})
     # FOR NO KEY UPDATE: nothing here changes a key, so foreign-key checks elsewhere (a turn's
     # events being logged, a chat's search document) need not wait for these locks.
     users = get_user_model().objects.select_for_update(no_key=True).filter(pk__in=owner_ids)
@@ -141,11 +142,14 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
 
     outcomes: list[_NewTurn | TurnStartError] = []
     for ask in asks:
-        chat = chats.get(ask.chat.pk)
+        new_chat = ask.chat.pk is None
+        chat = ask.chat if new_chat else chats.get(ask.chat.pk)
         try:
             if chat is None:  # deleted since the page opened it
                 raise TurnStartError("This chat is not available.", ErrorCode.NOT_FOUND)
-            if here[chat.pk]:
+            if ask.workflow is not None and not (new_chat and chat.provider == BIGDATA):
+                raise TurnStartError("A workflow runs in a new chat with the Research Agent.")
+            if not new_chat and here[chat.pk]:
                 raise TurnStartError(
                     "This chat is still answering. Wait for it to finish or stop it first.",
                     ErrorCode.TURN_IN_PROGRESS,
@@ -161,11 +165,15 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
         except TurnStartError as refused:
             outcomes.append(refused)
             continue
-        here[chat.pk] += 1
+        if not new_chat:
+            here[chat.pk] += 1
         anywhere[chat.owner_id] += 1
         outcomes.append(new)
 
     created = [o for o in outcomes if isinstance(o, _NewTurn)]
+    for new in created:
+        if new.turn.chat.pk is None:
+            new.turn.chat.save()  # its turn takes its id as it is inserted
     Turn.objects.bulk_create([new.turn for new in created])
     for new in created:
         chat = new.turn.chat
@@ -194,11 +202,17 @@ class _NewTurn:
     history: tuple[ConversationTurn, ...]
     siblings: list[int]
     save_options: bool = True
+    workflow: Workflow | None = None
 
     def started(self) -> StartedTurn:
         turn = self.turn
-        request: AgentRequest | ProviderRequest
-        if turn.chat.provider == BIGDATA:
+        if self.workflow is not None:
+            request = AgentRequest(
+                message=turn.question,
+                research_effort=turn.research_effort,
+                workflow=self.workflow,
+            )
+        elif turn.chat.provider == BIGDATA:
             request = AgentRequest(
                 message=turn.question,
                 research_effort=turn.research_effort,
@@ -210,7 +224,7 @@ class _NewTurn:
         else:
             # Agents without server-side checkpoints are sent the branch itself, so "Continue
             # from here", "Edit" and follow-ups mean the same as with the Research Agent.
-            request = ProviderRequest(
+            request = AgentRequest(
                 message=turn.question, history=self.history, research_effort=turn.research_effort
             )
         return StartedTurn(turn, request, [*self.siblings, turn.pk])
@@ -263,10 +277,11 @@ def _new_turn(
         created_at=now,
         lease_expires_at=now + timedelta(seconds=settings.TURN_LEASE_SECONDS),
         options=options.to_json(),
+        workflow=asdict(ask.workflow) if ask.workflow is not None else None,
     )
     history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
     siblings = [t.pk for t in tree.get(turn.parent_id, [])]
-    return _NewTurn(turn, options, schema, history, siblings, ask.save_options)
+    return _NewTurn(turn, options, schema, history, siblings, ask.save_options, ask.workflow)
 
 
 def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:
@@ -294,6 +309,7 @@ class TurnEnd:
     # The answer rendered ahead, off the database thread (`turn_render_end`); None: rendered
     # when stored.
     rendered: RenderedEnd | None = None
+    execution_id: str = ""  # a Workflows run's id, as its stream named it
 
 
 @dataclass(frozen=True)
@@ -339,6 +355,7 @@ FINISHED_FIELDS = [
     "finished_at",
     "lease_expires_at",
     "upstream_chat_id",
+    "execution_id",
 ]
 
 
@@ -422,6 +439,7 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
         turn.lease_expires_at = None
         if transcript.upstream_chat_id:
             turn.upstream_chat_id = transcript.upstream_chat_id
+        turn.execution_id = end.execution_id or turn.execution_id
         turn.save(update_fields=FINISHED_FIELDS)
         chat.updated_at = now
         if transcript.upstream_chat_id and (turn.is_restart or not chat.upstream_chat_id):

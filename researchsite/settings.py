@@ -12,6 +12,7 @@ import secrets
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp.constants import NONE, SELF, UNSAFE_HASHES
@@ -346,12 +347,23 @@ ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API 
 
 # --- Workflows ------------------------------------------------------------------------------
 # POST /v1/workflow/execute next to the research agent (docs/PROTOCOL.md, "Workflows"). Empty:
-# derived from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that
-# moves the agent moves its workflows with it.
+# derived from RESEARCH_AGENT_URL when used (chats/agent/providers/__init__.py, `workflow_url`),
+# so a test or a deploy that moves the agent moves its workflows with it.
 WORKFLOW_URL = env.str("WORKFLOW_URL", default="")
-DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"
+DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"  # where researchsite/asgi.py mounts it
 # Template ids the Workflows page offers, comma-separated (besides the user's saved templates).
 WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
+# The templates the agent has built in, by id: the name the Workflows page shows and the inputs
+# its form asks for. Here, where the site is put together, the demo agent's, when it is mounted
+# (researchsite/asgi.py): nothing in chats/ knows the demo agent.
+WORKFLOW_BUILTIN_TEMPLATES: dict[str, dict[str, Any]] = {}
+if DEMO_AGENT_ENABLED:
+    from demo_agent.workflows import BUILTIN_TEMPLATES as demo_templates
+
+    WORKFLOW_BUILTIN_TEMPLATES = {
+        tid: {"name": template.name, "inputs": list(template.inputs)}
+        for tid, template in demo_templates.items()
+    }
 # How often a dropped workflow stream is resumed with its execution_id before the turn gives up.
 WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.

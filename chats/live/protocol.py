@@ -37,8 +37,8 @@ from chats.agent.events import (
     SkippedEvent,
     ThinkingEvent,
     ToolErrorEvent,
-    event_from_data,
 )
+from chats.agent.logged_events import logged_event
 from chats.agent.options import OptionsError, QuestionOptions, parse_options
 from chats.answer import display
 from chats.answer.charts import chart_for_turn
@@ -371,7 +371,7 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
 
 def stored_event_view(seq: int, data: dict[str, Any]) -> EventView:
     """The same view, for an event read back from the log."""
-    event = event_from_data(data)
+    event = logged_event(data)
     return event_view(seq, event) if event else EventView(seq=seq, type="UNKNOWN")
 
 

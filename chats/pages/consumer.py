@@ -33,7 +33,7 @@ from chats.live.relay import RelayFrame, get_relay
 from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
 from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
-from chats.run.asks import ask_start
+from chats.run.asks import ask_start, session_check
 from chats.run.cards import turn_card_frames
 from chats.run.registry import request_stop
 from chats.run.rerun import rerun_ask
@@ -207,7 +207,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self._start(ask)
 
     async def _start(self, ask: TurnAsk) -> None:
-        started = await ask_start(ask, self._session_is_alive)  # refusals: RequestRefused
+        # The logout closes the socket through the user's group; the session check also holds
+        # when that message is lost or the socket is mid-close.
+        session_is_alive = session_check(self.scope.get("session"))
+        started = await ask_start(ask, session_is_alive)  # refusals: RequestRefused
         if started is None:  # the asker's session has ended
             await self.session_end({})
             return
@@ -345,19 +348,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if item.kind == "turn.finished":
                 self.cursors.pop(item.turn_id, None)
             await self.send(text_data=item.text)
-
-    def _session_is_alive(self) -> bool:
-        """Return False once the session this socket opened with has ended (a logout).
-
-        The logout closes the socket through the user's group; this check also holds when that
-        message is lost or the socket is mid-close. A scope without a session (tests that set
-        the user directly) has nothing to check. Database thread.
-        """
-        session = self.scope.get("session")
-        if session is None:
-            return True
-        key = session.session_key
-        return bool(key) and session.exists(key)
 
     # --- Messages from the user's group -------------------------------------------------
 

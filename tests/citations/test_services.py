@@ -115,7 +115,9 @@ def test_the_stored_answer_is_rebuilt_by_the_same_resolver(make_turn, stream_fix
     from chats.agent.transcript import Transcript
 
     capture = stream_fixtures_dir / "tool_level.sse"
-    transcript = Transcript.from_events(parse_sse_text(capture.read_text(encoding="utf-8"))[0])
+    transcript = Transcript.from_events(
+        parse_sse_text(capture.read_text(encoding="utf-8"), bigdata_adapter.BigdataAdapter())[0]
+    )
     turn = make_turn(answer=transcript.answer)
     with transaction.atomic():
         citations_store_for_turn(

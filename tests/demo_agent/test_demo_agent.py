@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from chats.agent.events import AgentEvent
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from demo_agent import DemoAgentApp, conversation
@@ -85,7 +86,7 @@ def ask(url: str, message: str, effort: str = "standard", **fields: Any) -> Repl
     response = post(url, {"message": message, "research_effort": effort, **fields})
     assert response.status_code == HTTPStatus.OK, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
-    events, malformed = parse_sse_text(response.text)
+    events, malformed = parse_sse_text(response.text, BigdataAdapter())
     assert malformed == 0
     reply = Reply(response.text, [WireEvent.of(e) for e in events], Transcript.from_events(events))
     assert reply.transcript.completed
@@ -568,7 +569,7 @@ def test_an_internal_failure_mid_stream_ends_with_an_error_event(monkeypatch):
     monkeypatch.setattr(demo_agent_app, "ResearchTurn", FailingTurn)
     with serve_asgi(DemoAgentApp(SECRET, pace=0)) as url:
         response = post(f"{url}/v1/research-agent", {"message": "Hi", "research_effort": "lite"})
-    events, _ = parse_sse_text(response.text)
+    events, _ = parse_sse_text(response.text, BigdataAdapter())
     assert response.status_code == HTTPStatus.OK
     assert events[-1].type == "ERROR"
     assert "COMPLETE" not in [e.type for e in events]

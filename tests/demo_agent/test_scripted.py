@@ -10,6 +10,7 @@ from http import HTTPStatus
 import httpx
 import pytest
 
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from demo_agent.wire import sse_event
@@ -44,7 +45,7 @@ def test_events_are_written_as_the_demo_agent_writes_them(agent):
     response = post(agent.url)
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.content == b"".join(sse_event("chat-7", m) for m in messages)
-    events, malformed = parse_sse_text(response.text)
+    events, malformed = parse_sse_text(response.text, BigdataAdapter())
     assert [e.type for e in events][-1] == "COMPLETE"
     assert malformed == 0
 

@@ -427,7 +427,8 @@ async def test_the_servers_shutdown_closes_the_pool():
 async def test_a_turn_sent_on_a_connection_the_agent_is_closing_is_retried_on_a_new_one():
     """The pool's one hazard (docs/DEPLOY.md): the agent closes an idle connection just as a
     turn sends its request on it. The turn is retried on a new connection, and the page told."""
-    from chats.agent.providers.bigdata import AgentRequest, AgentSettings, AgentStream
+    from chats.agent.providers.bigdata import AgentStream
+    from chats.agent.request import AgentRequest, AgentSettings
     from demo_agent.wire import sse_event
 
     answer = sse_event("c1", {"type": "ANSWER", "content": "part"})
