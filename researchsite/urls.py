@@ -1,10 +1,33 @@
+from allauth.socialaccount import views as socialaccount_views
+from allauth.socialaccount.providers.openid_connect import urls as openid_connect_urls
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from researchsite.sso import AdminPasswordLoginForm, SiteLoginView
+
+admin.site.login_form = AdminPasswordLoginForm  # PASSWORD_LOGIN=false: superusers only
+
+# Of django-allauth, only what signing in with the identity provider needs: the provider's
+# login and callback (/accounts/oidc/sso/login/ and .../login/callback/, the redirect URI), and
+# the pages its flow ends on when the provider refuses or the user cancels. No allauth sign-up,
+# password or e-mail pages: accounts come from the provider or an administrator.
+sso_urls = [
+    path("", include(openid_connect_urls)),  # below oidc/ (allauth's prefix)
+    path(
+        "3rdparty/login/cancelled/",
+        socialaccount_views.login_cancelled,
+        name="socialaccount_login_cancelled",
+    ),
+    path(
+        "3rdparty/login/error/", socialaccount_views.login_error, name="socialaccount_login_error"
+    ),
+]
+
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", SiteLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include(sso_urls)),
     path("", include("chats.urls")),
 ]

@@ -328,8 +328,25 @@
         return;
       case "copy":
         return copyAnswer(button);
+      case "continue-mine": // a chat shared with the reader's team: go on in one of their own
+        return continueInMyChats(button);
     }
   });
+
+  async function continueInMyChats(button) {
+    button.disabled = true;
+    const response = await fetch(button.dataset.url, {
+      method: "POST",
+      headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      credentials: "same-origin",
+    });
+    const body = await response.json().catch(() => ({}));
+    if (response.ok && body.url) location.assign(body.url);
+    else {
+      button.disabled = false;
+      showConnection(body.error || connectionBanner.dataset.continueFailedText);
+    }
+  }
 
   // Copy the cited answer as Markdown with its footnotes, as the server renders it.
   async function copyAnswer(button) {
