@@ -16,11 +16,13 @@ password form beside it.
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.signals import user_logged_in
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp, SocialLogin
+from allauth.socialaccount.providers.openid_connect import views as openid_connect_views
 from allauth.socialaccount.providers.openid_connect.provider import _pick_data
 from django import forms
 from django.conf import settings
@@ -29,6 +31,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.dispatch import receiver
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 
@@ -41,6 +44,21 @@ PASSWORD_LOGIN_OFF = "Sign in with {name}: password sign-in is for administrator
 
 def oidc_enabled() -> bool:
     return bool(settings.OIDC_SERVER_URL and settings.OIDC_CLIENT_ID)
+
+
+def provider_form_action(response: HttpResponse) -> HttpResponse:
+    """Let the page's sign-in form lead to the identity provider: the CSP's `form-action
+    'self'` also holds for the redirects a form's answer makes, so the provider's origin is
+    added, on the pages that post to allauth's login only."""
+    if oidc_enabled():
+        parts = urlsplit(settings.OIDC_SERVER_URL)
+        response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}  # type: ignore[attr-defined]
+    return response
+
+
+def provider_login(request, provider_id: str) -> HttpResponse:
+    """allauth's login view (a POST redirects to the provider; a GET asks to confirm)."""
+    return provider_form_action(openid_connect_views.login(request, provider_id))
 
 
 class PasswordAllowed:
@@ -77,6 +95,9 @@ class SiteLoginView(LoginView):
         if self.request.GET.get("refused") == "inactive":
             context["sso_error"] = "This account is inactive. Ask an administrator."
         return context
+
+    def render_to_response(self, context, **kwargs):
+        return provider_form_action(super().render_to_response(context, **kwargs))
 
 
 class AdminPasswordLoginForm(PasswordAllowed, AdminAuthenticationForm):

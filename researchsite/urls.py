@@ -1,10 +1,10 @@
 from allauth.socialaccount import views as socialaccount_views
-from allauth.socialaccount.providers.openid_connect import urls as openid_connect_urls
+from allauth.socialaccount.providers.openid_connect import views as openid_connect_views
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from researchsite.sso import AdminPasswordLoginForm, SiteLoginView
+from researchsite.sso import AdminPasswordLoginForm, SiteLoginView, provider_login
 
 admin.site.login_form = AdminPasswordLoginForm  # PASSWORD_LOGIN=false: superusers only
 
@@ -13,7 +13,12 @@ admin.site.login_form = AdminPasswordLoginForm  # PASSWORD_LOGIN=false: superuse
 # the pages its flow ends on when the provider refuses or the user cancels. No allauth sign-up,
 # password or e-mail pages: accounts come from the provider or an administrator.
 sso_urls = [
-    path("", include(openid_connect_urls)),  # below oidc/ (allauth's prefix)
+    path("oidc/<str:provider_id>/login/", provider_login, name="openid_connect_login"),
+    path(
+        "oidc/<str:provider_id>/login/callback/",
+        openid_connect_views.callback,
+        name="openid_connect_callback",
+    ),
     path(
         "3rdparty/login/cancelled/",
         socialaccount_views.login_cancelled,

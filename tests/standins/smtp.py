@@ -11,9 +11,9 @@ from email.message import EmailMessage
 
 from aiosmtpd.controller import Controller
 
-logging.getLogger("mail.log").setLevel(logging.WARNING)  # aiosmtpd logs every SMTP command
-
 from tests.servers import free_port
+
+logging.getLogger("mail.log").setLevel(logging.WARNING)  # aiosmtpd logs every SMTP command
 
 
 class Inbox:
