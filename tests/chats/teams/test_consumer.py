@@ -63,3 +63,19 @@ async def test_stopping_sharing_closes_the_members_pages(connect, bob, shared_ch
     reader = await connect(bob, shared_chat)
     await sync_to_async(team_chat_unshare)(chat=shared_chat, team=research)
     await expect_refusal(reader, "not_found", 4404)
+
+
+async def test_a_team_deleted_in_the_admin_closes_its_members_pages(
+    connect, bob, shared_chat, research, django_user_model
+):
+    from django.test import Client as HttpClient
+    from django.urls import reverse
+
+    admin = await django_user_model.objects.acreate_superuser("root", password="pw-root-123")
+    reader = await connect(bob, shared_chat)
+    http = HttpClient()
+    await sync_to_async(http.force_login)(admin)
+    url = reverse("admin:chats_team_delete", args=[research.pk])
+    response = await sync_to_async(http.post)(url, {"post": "yes"})
+    assert response.status_code == 302
+    await expect_refusal(reader, "not_found", 4404)
