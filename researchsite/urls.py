@@ -1,4 +1,6 @@
+from allauth.account.models import EmailAddress
 from allauth.socialaccount import views as socialaccount_views
+from allauth.socialaccount.models import SocialApp, SocialToken
 from allauth.socialaccount.providers.openid_connect import views as openid_connect_views
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -7,6 +9,11 @@ from django.urls import include, path
 from researchsite.sso import AdminPasswordLoginForm, SiteLoginView, provider_login
 
 admin.site.login_form = AdminPasswordLoginForm  # PASSWORD_LOGIN=false: superusers only
+# allauth's models the site does not use stay out of the admin: the provider comes from the
+# OIDC_* settings, no provider token is kept, and e-mail addresses are the accounts' own. Its
+# social accounts (which provider subject is which user) stay listed.
+for unused in (SocialApp, SocialToken, EmailAddress):
+    admin.site.unregister(unused)
 
 # Of django-allauth, only what signing in with the identity provider needs: the provider's
 # login and callback (/accounts/oidc/sso/login/ and .../login/callback/, the redirect URI), and
