@@ -79,3 +79,15 @@ async def test_a_team_deleted_in_the_admin_closes_its_members_pages(
     response = await sync_to_async(http.post)(url, {"post": "yes"})
     assert response.status_code == 302
     await expect_refusal(reader, "not_found", 4404)
+
+
+async def test_a_group_gone_from_the_providers_claim_closes_the_members_page(
+    connect, bob, shared_chat, research
+):
+    from chats.teams.models import TeamMembership
+    from chats.teams.services import team_memberships_sync
+
+    await TeamMembership.objects.filter(team=research, user=bob).aupdate(from_provider=True)
+    reader = await connect(bob, shared_chat)
+    await sync_to_async(team_memberships_sync)(user=bob, groups=["another-desk"])
+    await expect_refusal(reader, "not_found", 4404)
