@@ -23,7 +23,6 @@ from allauth.account.signals import user_logged_in
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp, SocialLogin
 from allauth.socialaccount.providers.openid_connect import views as openid_connect_views
-from allauth.socialaccount.providers.openid_connect.provider import _pick_data
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -150,7 +149,7 @@ def follow_claims(sender, request, user, sociallogin: SocialLogin | None = None,
     with OIDC_TEAMS_CLAIM the user's teams follow the groups it lists."""
     if sociallogin is None:
         return
-    claims = _pick_data(sociallogin.account.extra_data)
+    claims = sociallogin.account.get_provider_account().get_user_data() or {}
     email = claims.get("email")
     if isinstance(email, str) and email and email != user.email:
         user.email = email
