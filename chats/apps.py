@@ -9,3 +9,6 @@ class ChatsConfig(AppConfig):
         from chats.pages import (
             socket_limits,  # noqa: F401 (connects the logout signal that closes sockets)
         )
+        from chats.usage.prices import price_table
+
+        price_table()  # a MODEL_PRICES that cannot be read stops the start, saying why

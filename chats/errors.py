@@ -21,6 +21,9 @@ class ErrorCode(StrEnum):
     RATE_LIMITED = "rate_limited"  # WS_MAX_FRAMES_PER_SECOND; the frame was dropped
     TURN_IN_PROGRESS = "turn_in_progress"  # this chat already has a streaming turn
     TOO_MANY_TURNS = "too_many_turns"  # AGENT_MAX_CONCURRENT_TURNS across the user's chats
+    # USAGE_MONTHLY_LIMIT_TOKENS / _COST (or the user's or team's override): this month's usage,
+    # with what running answers and this question are expected to use, would pass it
+    USAGE_LIMIT = "usage_limit"
     LOGGED_OUT = "logged_out"  # the user logged out; the socket is closed
     UNAUTHENTICATED = "unauthenticated"  # not logged in; the socket is closed
     NOT_FOUND = "not_found"  # no such chat for this user; the socket is closed

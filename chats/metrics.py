@@ -48,6 +48,8 @@ def _metrics() -> dict[str, Any]:
                 "streaming_turns",
                 "upstream_errors",
                 "event_log_flush",
+                "tokens",
+                "cost",
             ),
             off,
         )
@@ -90,6 +92,17 @@ def _metrics() -> dict[str, Any]:
             "Time to write one tick's batch of events to the database.",
             buckets=FLUSH_BUCKETS,
         ),
+        "tokens": Counter(
+            "researchsite_tokens",
+            "Tokens of finished turns, as their agents reported them, by kind: input (not"
+            " cached), cached (input read from the provider's cache) and output.",
+            ["agent", "model", "kind"],
+        ),
+        "cost": Counter(
+            "researchsite_cost",
+            "Dollars of finished turns' priced usage (models of unknown price count nothing).",
+            ["agent"],
+        ),
     }
 
 
@@ -102,6 +115,8 @@ OPEN_WEBSOCKETS = _all["open_websockets"]
 STREAMING_TURNS = _all["streaming_turns"]
 UPSTREAM_ERRORS = _all["upstream_errors"]
 EVENT_LOG_FLUSH = _all["event_log_flush"]
+TOKENS = _all["tokens"]
+COST = _all["cost"]
 
 
 async def forget_this_process() -> None:

@@ -330,4 +330,9 @@ from chats.teams.models import (  # noqa: E402, F401  (registered with this app)
     TeamChatShare,
     TeamMembership,
 )
+from chats.usage.models import (  # noqa: E402, F401  (registered with this app)
+    TurnUsage,
+    UsageLimit,
+    UsageWarning,
+)
 from chats.watch.models import Watch, WatchRun  # noqa: E402, F401  (registered with this app)

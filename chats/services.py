@@ -29,6 +29,8 @@ from chats.errors import ErrorCode, TurnStartError
 from chats.library.search import chat_search_index_update
 from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from chats.usage.limits import usage_budgets
+from chats.usage.records import usage_record_for_turns
 from citations.pages import with_pending_pages
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer
@@ -109,8 +111,9 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     conversation (an edited first question) branches from INITIAL;
     a restart begins a fresh upstream conversation while the local history stays.
 
-    Refused while the chat already streams a turn, or while the owner has
-    AGENT_MAX_CONCURRENT_TURNS streaming anywhere: each refusal costs no upstream request.
+    Refused while the chat already streams a turn, while the owner has
+    AGENT_MAX_CONCURRENT_TURNS streaming anywhere, or when the owner's monthly usage limit would
+    be passed (`chats.usage.limits`): each refusal costs no upstream request.
     """
     # Lock the owners, then the chats, each in id order, in every process: asks of one user are
     # counted one at a time, so twenty at once cannot all see room for one more, and no two
@@ -136,6 +139,7 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
         here[chat_id] += 1
         anywhere[owner_id] += 1
     trees = chat_turn_trees(chat_ids=chat_ids)
+    budgets = usage_budgets(owner_ids=owner_ids, now=now)  # the monthly usage limits
 
     outcomes: list[_NewTurn | TurnStartError] = []
     for ask in asks:
@@ -155,6 +159,7 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
                     ErrorCode.TOO_MANY_TURNS,
                 )
             new = _new_turn(ask, chat, trees.get(chat.pk, {}), now)
+            budgets.admit(owner_id=chat.owner_id, agent=chat.provider)
         except TurnStartError as refused:
             outcomes.append(refused)
             continue
@@ -450,6 +455,7 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
         Chat.objects.filter(pk=chat.pk).update(
             updated_at=now, upstream_chat_id=chat.upstream_chat_id
         )
+    usage_record_for_turns(turns=[turn for turn, *_ in finishing], now=now)
     finished = {turn.pk: turn for turn, *_ in finishing}
     return [finished.get(end.turn_id) for end, _ in ends]
 

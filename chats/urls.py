@@ -4,6 +4,7 @@ from chats.library import views as library
 from chats.pages import compare as views_compare
 from chats.pages import options as views_options
 from chats.pages import preferences as views_preferences
+from chats.pages import usage as views_usage
 from chats.pages import views
 from chats.pages import workflows as views_workflows
 
@@ -55,4 +56,5 @@ urlpatterns = [
     path("workflows/run/", views_workflows.workflow_run, name="workflow_run"),
     path("workflows/save/", views_workflows.workflow_save, name="workflow_save"),
     path("preferences/theme/", views_preferences.theme_set_view, name="theme_set"),
+    path("usage/", views_usage.usage_page, name="usage"),
 ]

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import environ
@@ -417,6 +418,33 @@ SOCIALACCOUNT_EMAIL_REQUIRED = False
 SOCIALACCOUNT_STORE_TOKENS = False  # the site calls nothing of the provider after sign-in
 SOCIALACCOUNT_LOGIN_ON_GET = False  # the login button POSTs (CSRF-checked)
 ACCOUNT_LOGOUT_REDIRECT_URL = "login"
+
+# --- Usage and cost ---------------------------------------------------------------------------
+# Each finished turn's tokens are priced from the price table (chats/usage/prices.py) and kept
+# (chats/usage/). MODEL_PRICES (inline JSON, or the path of a JSON file) adds or overrides prices:
+# {"model": {"input": dollars per million, "output": ..., "cached": ..., "request": per turn}}.
+MODEL_PRICES = env.str("MODEL_PRICES", default="")
+
+
+def _monthly_limit(name: str, kind: type[int] | type[Decimal]) -> int | Decimal | None:
+    """A monthly limit: unset or empty is none; otherwise a positive number (1,000,000 reads)."""
+    value = env.str(name, default="").strip().replace(",", "").replace("_", "")
+    if not value:
+        return None
+    try:
+        limit = kind(value)
+    except (ValueError, ArithmeticError) as error:
+        raise ImproperlyConfigured(f"{name} must be a number, not {value!r}") from error
+    if not (Decimal(limit).is_finite() and 0 < limit < 10**15):
+        raise ImproperlyConfigured(f"{name} must be more than 0 (leave it unset for no limit)")
+    return limit
+
+
+# Each user's tokens, and dollars of priced usage, per calendar month (in TIME_ZONE): a question
+# that would pass the limit is refused before the agent is called. Unset: no limit. Overridden
+# per user and per team in the admin (chats/usage/limits.py).
+USAGE_MONTHLY_LIMIT_TOKENS = _monthly_limit("USAGE_MONTHLY_LIMIT_TOKENS", int)
+USAGE_MONTHLY_LIMIT_COST = _monthly_limit("USAGE_MONTHLY_LIMIT_COST", Decimal)
 
 # --- Operations: health, readiness, metrics, structured logs, graceful shutdown --------------
 # /healthz, /readyz and /metrics are served by researchsite/operations.py (see docs/DEPLOY.md).

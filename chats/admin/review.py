@@ -16,17 +16,16 @@ from django.db.models import Count, Exists, OuterRef
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpResponse
 from django.template.loader import render_to_string
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import content_disposition_header, urlencode
 from django.utils.safestring import SafeString, mark_safe
 
+from chats.admin.usage import usage_review_view
 from chats.agent.events import KNOWN_TYPES
 from chats.agent.providers import BIGDATA, PROVIDERS
 from chats.answer.export import export_turns_markdown
-from chats.answer.usage import usage_by_user_month
 from chats.live.protocol import render_charts
 from chats.models import Chat, Turn, TurnEvent
 from citations.models import AuditTrace, Reference, Source
@@ -366,16 +365,11 @@ class TurnAdmin(ReviewOnlyAdmin):
         return [path("usage/", usage, name="chats_turn_usage"), *super().get_urls()]
 
     def usage_view(self, request):
-        """Token use summed per user, month and model tier (COMPLETE's `consumption`)."""
+        """Tokens and cost per user, month, agent and model, filtered, or as CSV."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Token usage per user and month",
-            "opts": self.model._meta,
-            "rows": usage_by_user_month(),
-        }
-        return TemplateResponse(request, "admin/chats/turn/usage.html", context)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta}
+        return usage_review_view(request, context)
 
     @admin.display(description="charts")
     def charts_display(self, turn: Turn) -> SafeString | str:

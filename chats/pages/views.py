@@ -18,6 +18,7 @@ from chats.models import Turn
 from chats.selectors import chat_branch, chat_get_for_user, chat_get_readable
 from chats.services import chat_create, chat_select_branch
 from chats.teams.selectors import chat_sharing
+from chats.usage.selectors import usage_warning_this_month
 from citations.render import render_markdown
 from citations.selectors import cited_answer_for_turn
 
@@ -54,6 +55,7 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         "agent_label": agent_label(chat.provider),
         "read_only": chat.owner_id != request.user.pk,
         "sharing": chat_sharing(chat=chat, user=request.user),
+        "usage_warning": usage_warning_this_month(user=request.user),  # shown under its turn
     }
     return render(request, "chats/chat_detail.html", context)
 

@@ -33,6 +33,7 @@ from chats.run.cards import publish_turn_started
 from chats.run.registry import get_registry
 from chats.run.storable import storable_text
 from chats.run.turn_run import TurnRun
+from chats.usage.limits import usage_budgets
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +191,7 @@ def workflow_turn_start(*, owner, choice: WorkflowChoice, request: WorkflowReque
             f"You already have {settings.AGENT_MAX_CONCURRENT_TURNS} answers being written."
             " Run the workflow when one of them has finished."
         )
+    usage_budgets(owner_ids=[owner.pk], now=now).admit(owner_id=owner.pk, agent=BIGDATA)
     shown = ", ".join(f"{k}: {v}" for k, v in (request.input or {}).items())
     question = f"Workflow “{choice.name}”" + (f" ({shown})" if shown else "")
     chat = Chat.objects.create(owner=owner, title=display.chat_title(question), provider=BIGDATA)

@@ -37,6 +37,8 @@ class Watch(models.Model):
     state = models.CharField(
         max_length=8, choices=State.choices, default=State.ACTIVE, db_index=True
     )
+    # Why the site paused it (a run refused for the monthly usage limit); empty otherwise.
+    paused_reason = models.CharField(max_length=300, blank=True)
     next_run_at = models.DateTimeField(db_index=True)
     # Set while a run is under way (a claim); a lapsed one belongs to a process that died.
     running_until = models.DateTimeField(null=True, blank=True)

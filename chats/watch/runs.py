@@ -1,10 +1,11 @@
 """Running a claimed watch: re-run its newest version, wait for the answer, compare, record.
 
 The run is an ordinary turn (`chats/run/asks.py`): the same limits as a page's ask (one
-streaming turn per chat, AGENT_MAX_CONCURRENT_TURNS per user), its events logged and relayed
-to any page open on the chat. Inside the server the runs go on the server's event loop (the
-worker thread hands them over); in `run_watches` or a separate `db_worker` they get a loop of
-their own, shut down like the server's when they are done.
+streaming turn per chat, AGENT_MAX_CONCURRENT_TURNS per user, the monthly usage limit), its
+events logged and relayed to any page open on the chat. A run the usage limit refuses pauses
+its watch, with the reason shown under "Changes". Inside the server the runs go on the
+server's event loop (the worker thread hands them over); in `run_watches` or a separate
+`db_worker` they get a loop of their own, shut down like the server's when they are done.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from chats.run.rerun import rerun_ask
 from chats.services import TurnAsk, TurnStartError
 from chats.watch.models import Watch, WatchRun
 from chats.watch.notify import tell_analyst
-from chats.watch.services import watch_retry_soon, watch_run_begin, watch_run_end
+from chats.watch.services import (
+    watch_pause,
+    watch_retry_soon,
+    watch_run_begin,
+    watch_run_end,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +94,9 @@ async def _rerun(watch: Watch, record: WatchRun, ask: TurnAsk) -> str:
     try:
         started = await ask_start(ask, lambda: _owner_is_active(owner_id))
     except TurnStartError as refused:
+        if refused.code == ErrorCode.USAGE_LIMIT:  # paused, saying why, until resumed
+            await database_sync_to_async(watch_pause)(watch=watch, reason=str(refused))
+            return await _end(record, WatchRun.State.SKIPPED, error=str(refused))
         if refused.code in LIMITS:
             await database_sync_to_async(watch_retry_soon)(watch=watch)
             return await _end(record, WatchRun.State.SKIPPED, error=str(refused))

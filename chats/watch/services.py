@@ -152,8 +152,9 @@ def watch_retry_soon(*, watch: Watch) -> None:
             schedule_watch(watch_id=watch.pk, at=at)
 
 
-def watch_pause(*, watch: Watch) -> None:
-    Watch.objects.filter(pk=watch.pk).update(state=Watch.State.PAUSED)
+def watch_pause(*, watch: Watch, reason: str = "") -> None:
+    """Paused until resumed; `reason` says why when the site paused it (a usage limit)."""
+    Watch.objects.filter(pk=watch.pk).update(state=Watch.State.PAUSED, paused_reason=reason[:300])
 
 
 def watch_resume(*, watch: Watch) -> None:
@@ -164,7 +165,7 @@ def watch_resume(*, watch: Watch) -> None:
     )  # fmt: skip
     with transaction.atomic():
         Watch.objects.filter(pk=watch.pk).update(
-            state=Watch.State.ACTIVE, next_run_at=due, consecutive_failures=0
+            state=Watch.State.ACTIVE, next_run_at=due, consecutive_failures=0, paused_reason=""
         )
         schedule_watch(watch_id=watch.pk, at=due)
 

@@ -274,7 +274,9 @@ class AnthropicAdapter(TypedMessagesAdapter):
             (
                 {
                     "type": self._model or "anthropic",
-                    "input_tokens": usage["input_tokens"],
+                    # Anthropic counts cache reads apart from input_tokens; every consumption
+                    # entry counts them within (chats/usage/tokens.py).
+                    "input_tokens": usage["input_tokens"] + usage["cache_read_input_tokens"],
                     "output_tokens": usage["output_tokens"],
                     "cached_tokens": usage["cache_read_input_tokens"],
                 },

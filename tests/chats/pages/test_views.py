@@ -185,9 +185,9 @@ def test_the_chat_page_costs_the_same_queries_for_many_turns(
         parent = Turn.objects.create(chat=chat, parent=parent, question=f"q{i}", status="complete")
         AuditTrace.objects.create(turn=parent, position=0, audit_type="SearchAuditV1", data={})
     # Session, user, chat, turns, their traces, the newest turn id, the sidebar's chats, the
-    # chat's share, the user's saved output schemas and theme, and the header's count of unseen
-    # changes: none of them grows with the turns.
-    with django_assert_max_num_queries(11):
+    # chat's share, the user's saved output schemas and theme, the header's count of unseen
+    # changes, and this month's usage warning: none of them grows with the turns.
+    with django_assert_max_num_queries(12):
         response = logged_in.get(reverse("chat_detail", args=[chat.pk]))
     assert response.content.decode().count('class="turn"') == 30
 

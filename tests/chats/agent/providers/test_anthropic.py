@@ -166,6 +166,18 @@ def test_usage_and_completion():
     assert all(e.raw for e in events)
 
 
+def test_cache_reads_count_within_the_input_tokens():
+    """Anthropic counts cache reads apart from input_tokens; consumption counts them within, as
+    every other agent does (chats/usage/tokens.py)."""
+    start = message_start().replace(
+        '"input_tokens": 25,', '"input_tokens": 25, "cache_read_input_tokens": 900,'
+    )
+    complete = feed_all([start, *text_block(0, ["Hi."]), *message_end()])[-1]
+    assert complete.consumption == (
+        {"type": "claude-x", "input_tokens": 925, "output_tokens": 40, "cached_tokens": 900},
+    )
+
+
 def test_a_search_error_is_a_tool_error():
     result = {
         "type": "web_search_tool_result",

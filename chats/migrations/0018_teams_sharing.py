@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0016_teams'),
+        ('chats', '0017_usage'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
