@@ -55,6 +55,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and response.
+    "researchsite.logs.request_id_middleware",
+    # A client address that is not an IP address (a proxy passed on a forged header) is
+    # answered 400 before anything stores it (researchsite/lockout.py).
+    "researchsite.lockout.client_address_middleware",
+    # Pages and downloads carry `Cache-Control: no-store` unless their view sets its own.
+    "researchsite.no_store.no_store_middleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -279,16 +286,48 @@ WS_MAX_QUEUED_FRAMES = env.int("WS_MAX_QUEUED_FRAMES", default=500)
 AGENT_MAX_CONCURRENT_TURNS = env.int("AGENT_MAX_CONCURRENT_TURNS", default=3)
 
 # --- Logging --------------------------------------------------------------------------------
+# "json": every log line (Django's and uvicorn's too) is one JSON object (researchsite/logs.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOG_FORMATTERS = {
+    "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    "json": {"()": "researchsite.logs.json_formatter"},
+}
+# Every line goes through the one console handler, which adds the turn's or request's ids and
+# then masks the configured secrets in the line and its traceback (chats/agent/redaction.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "filters": {
+        "context": {"()": "researchsite.logs.ContextFilter"},
+        "redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"},
+    },
+    "formatters": {LOG_FORMAT: LOG_FORMATTERS[LOG_FORMAT]},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context", "redact_secrets"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        "httpx": {"level": "WARNING"},
-        "httpcore": {"level": "WARNING"},
+        # Request options and connection chatter at DEBUG and INFO: the HTTP clients and the
+        # providers' SDKs (openai, anthropic) speak only of what went wrong.
+        **{
+            name: {"level": "WARNING"}
+            for name in ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "anthropic")
+        },
         "axes": {"level": "WARNING"},  # failed sign-ins and lock-outs, not its start-up chatter
+        # uvicorn configures handlers of its own for its loggers, which would write plain text
+        # and mask nothing: its lines go through the console handler instead. Its access log
+        # stays off (researchsite/serve.py; the proxy logs requests).
+        **{
+            name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
+            for name in ("uvicorn", "uvicorn.error")
+        },
     },
 }
 
@@ -305,10 +344,6 @@ ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-6")
 ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API requires one
-# The SDKs log request options at DEBUG; keep them quiet like httpx.
-LOGGING["loggers"].update(
-    {name: {"level": "WARNING"} for name in ("openai", "anthropic", "httpx2", "httpcore2")}
-)
 
 # --- Workflows ------------------------------------------------------------------------------
 # POST /v1/workflow/execute next to the research agent (docs/PROTOCOL.md, "Workflows"). Empty:
@@ -323,21 +358,11 @@ WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
 
-# --- Secrets in logs, client addresses, sign-in throttling, private responses ---------------
-# Every log line and traceback has the configured secrets masked (chats/agent/redaction.py).
-LOGGING["filters"] = {"redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"}}
-LOGGING["handlers"]["console"]["filters"] = ["redact_secrets"]
-# uvicorn logs an application's exceptions through handlers of its own, not the console above.
-LOGGING["loggers"]["uvicorn.error"] = {"filters": ["redact_secrets"]}
+# --- Client addresses, sign-in throttling ---------------------------------------------------
 # The proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (comma-separated addresses,
 # uvicorn's setting of the same name; `*` for any). Empty: none, so no header a client writes
 # changes the address sign-in lock-outs count by (researchsite/serve.py).
 FORWARDED_ALLOW_IPS = env.str("FORWARDED_ALLOW_IPS", default="")
-# A request whose client address is not an IP address (a proxy passed on a forged header) is
-# answered 400 before anything stores that address.
-MIDDLEWARE.insert(0, "researchsite.lockout.client_address_middleware")
-# Pages and downloads carry `Cache-Control: no-store` unless their view sets its own.
-MIDDLEWARE.insert(1, "researchsite.no_store.no_store_middleware")
 # Failed sign-ins for one username from all addresses together before that username is locked
 # out (for LOGIN_LOCKOUT_MINUTES, like a username and address pair): guesses spread over many
 # addresses stop too. Higher than LOGIN_FAILURE_LIMIT: anyone can spend it for a username.
@@ -364,6 +389,8 @@ SOURCE_FETCH_ENABLED = env.bool("SOURCE_FETCH_ENABLED", default=True)
 SOURCE_FETCH_ALLOWED_HOSTS = env.list("SOURCE_FETCH_ALLOWED_HOSTS", default=[])
 # A page fetched this recently is read from the cache (citations.SourcePage), not fetched again.
 SOURCE_FETCH_MAX_AGE_HOURS = env.float("SOURCE_FETCH_MAX_AGE_HOURS", default=24.0)
+# Pages one turn reads at most (the first cited); the others are "not read: over the limit".
+SOURCE_FETCH_MAX_PAGES_PER_TURN = env.int("SOURCE_FETCH_MAX_PAGES_PER_TURN", default=20)
 
 # --- Watches: re-running a question on a schedule ---------------------------------------------
 # django-tasks with its database backend keeps the queue in this database (chats/watch/tasks.py).
@@ -446,7 +473,7 @@ def _monthly_limit(name: str, kind: type[int] | type[Decimal]) -> int | Decimal 
 USAGE_MONTHLY_LIMIT_TOKENS = _monthly_limit("USAGE_MONTHLY_LIMIT_TOKENS", int)
 USAGE_MONTHLY_LIMIT_COST = _monthly_limit("USAGE_MONTHLY_LIMIT_COST", Decimal)
 
-# --- Operations: health, readiness, metrics, structured logs, graceful shutdown --------------
+# --- Operations: health, readiness, metrics, graceful shutdown -------------------------------
 # /healthz, /readyz and /metrics are served by researchsite/operations.py (see docs/DEPLOY.md).
 # METRICS_ENABLED=false records nothing and /metrics answers 404 (the benchmarks' "off").
 METRICS_ENABLED = env.bool("METRICS_ENABLED", default=True)
@@ -459,29 +486,3 @@ READINESS_TIMEOUT_SECONDS = env.float("READINESS_TIMEOUT_SECONDS", default=3.0)
 # On SIGTERM a worker closes its pages' sockets (they reconnect elsewhere) and lets its running
 # turns finish for up to this long before ending the rest "interrupted" (chats/run/draining.py).
 SHUTDOWN_GRACE_SECONDS = env.float("SHUTDOWN_GRACE_SECONDS", default=600.0)
-# "json": every log line (Django's and uvicorn's too) is one JSON object (researchsite/logs.py).
-LOG_FORMAT = env.str("LOG_FORMAT", default="text")
-if LOG_FORMAT not in ("text", "json"):
-    raise ImproperlyConfigured(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
-# The turn's or request's ids first, then the secrets masked (chats/agent/redaction.py).
-LOGGING["filters"]["context"] = {"()": "researchsite.logs.ContextFilter"}
-LOGGING["handlers"]["console"]["filters"] = ["context", "redact_secrets"]
-if LOG_FORMAT == "json":
-    LOGGING["formatters"]["json"] = {"()": "researchsite.logs.json_formatter"}
-    LOGGING["handlers"]["console"]["formatter"] = "json"
-# uvicorn's loggers write through the same handler (its own would write plain text), so its
-# error log is masked too. Its access log stays as uvicorn sets it: off in researchsite/serve.py
-# (the proxy logs requests).
-LOGGING["loggers"].update(
-    {
-        name: {
-            "handlers": ["console"],
-            "filters": ["redact_secrets"],
-            "level": LOGGING["root"]["level"],
-            "propagate": False,
-        }
-        for name in ("uvicorn", "uvicorn.error")
-    }
-)
-# Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and its response.
-MIDDLEWARE.insert(0, "researchsite.logs.request_id_middleware")

@@ -14,6 +14,7 @@ from chats.answer.display import page_limits
 from chats.answer.export import export_turns_markdown
 from chats.answer.structured_output import structured_csv, structured_json
 from chats.errors import TurnStartError
+from chats.form_replies import wants_json
 from chats.models import Turn
 from chats.selectors import chat_branch, chat_get_for_user, chat_get_readable
 from chats.services import chat_create, chat_select_branch
@@ -70,7 +71,7 @@ def chat_branch_select(request: HttpRequest, chat_id: int) -> HttpResponse:
         return JsonResponse(
             {"error": "That turn is not in this chat."}, status=HTTPStatus.BAD_REQUEST
         )
-    if request.headers.get("Accept") == "application/json":
+    if wants_json(request):
         return JsonResponse({"ok": True})
     return redirect("chat_detail", chat_id=chat.pk)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from http import HTTPStatus
 
@@ -13,6 +14,7 @@ from chats.agent.sse import parse_sse_text
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from demo_agent.wire import sse_event
 from tests.servers import serve_asgi
+from tests.waiting import wait_until_sync
 
 
 @pytest.fixture
@@ -84,6 +86,27 @@ def test_sleep_pauses_between_lines(agent):
     started = time.monotonic()
     assert post(agent.url).text == ": a\n: b\n"
     assert time.monotonic() - started >= 0.3
+
+
+def test_a_sleep_ends_when_the_client_leaves_and_nothing_more_is_sent(agent):
+    """A stand-in whose client gave up (a read timeout, a stopped turn) is done: its server
+    shuts down without waiting out the sleep."""
+    went_on, ended = threading.Event(), threading.Event()
+
+    def body():
+        try:
+            yield ": first\n"
+            yield Sleep(60)
+            went_on.set()
+            yield ": second\n"
+        finally:
+            ended.set()  # the reply is over: its steps are dropped
+
+    agent.queue(Reply(body=body()))
+    with httpx.stream("POST", agent.url, json={}, trust_env=False) as response:
+        assert next(response.iter_bytes()) == b": first\n"
+    wait_until_sync(ended.is_set, timeout=30, what="the reply to end")
+    assert not went_on.is_set()
 
 
 def test_drop_cuts_the_body_after_what_was_sent(agent):
