@@ -329,16 +329,11 @@
 
   async function continueInMyChats(button) {
     button.disabled = true;
-    const response = await fetch(button.dataset.url, {
-      method: "POST",
-      headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
-      credentials: "same-origin",
-    });
-    const body = await response.json().catch(() => ({}));
-    if (response.ok && body.url) location.assign(body.url);
+    const reply = await window.site.postForm(button.dataset.url, new URLSearchParams());
+    if (reply?.url) location.assign(reply.url);
     else {
       button.disabled = false;
-      showConnection(body.error || connectionBanner.dataset.continueFailedText);
+      showConnection(connectionBanner.dataset.continueFailedText);
     }
   }
 
