@@ -27,6 +27,7 @@ class ErrorCode(StrEnum):
     LOGGED_OUT = "logged_out"  # the user logged out; the socket is closed
     UNAUTHENTICATED = "unauthenticated"  # not logged in; the socket is closed
     NOT_FOUND = "not_found"  # no such chat for this user; the socket is closed
+    READ_ONLY = "read_only"  # a chat shared with the user's team: they read it, never write
     SERVER_ERROR = "server_error"  # our fault; the socket stays open
 
 

@@ -107,7 +107,9 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     chat (see `TurnAsk`) creates it here, in the same transaction, after the same checks.
 
     A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
-    at the start of an existing conversation (an edited first question) branches from INITIAL;
+    at the start of a chat continued from a team's answer ("Continue in my chats") from that
+    answer's checkpoint, or its branch for other agents; a turn at the start of an existing
+    conversation (an edited first question) branches from INITIAL;
     a restart begins a fresh upstream conversation while the local history stays.
 
     Refused while the chat already streams a turn, while the owner has
@@ -255,6 +257,9 @@ def _new_turn(
         if anchor is not None:
             upstream_chat_id = anchor.upstream_chat_id or chat.upstream_chat_id
             from_checkpoint = anchor.checkpoint_id
+        elif (origin := _continued_from(chat)) is not None and origin.checkpoint_id:
+            upstream_chat_id = origin.upstream_chat_id or origin.chat.upstream_chat_id
+            from_checkpoint = origin.checkpoint_id
         elif chat.upstream_chat_id:
             upstream_chat_id, from_checkpoint = chat.upstream_chat_id, INITIAL_CHECKPOINT
 
@@ -280,6 +285,8 @@ def _new_turn(
         workflow=asdict(ask.workflow) if ask.workflow is not None else None,
     )
     history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
+    if not ask.restart and chat.continued_from_id and chat.provider != BIGDATA:
+        history = _continued_history(chat) + history
     siblings = [t.pk for t in tree.get(turn.parent_id, [])]
     return _NewTurn(turn, options, schema, history, siblings, ask.save_options, ask.workflow)
 
@@ -293,6 +300,23 @@ def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[Conv
             history.append(ConversationTurn(question=turn.question, answer=turn.answer_text))
         turn = by_id.get(turn.parent_id)
     return tuple(reversed(history))
+
+
+def _continued_from(chat: Chat) -> Turn | None:
+    """The answer of another chat this one goes on from ("Continue in my chats"), if any."""
+    if not chat.continued_from_id:
+        return None
+    return Turn.objects.select_related("chat").filter(pk=chat.continued_from_id).first()
+
+
+def _continued_history(chat: Chat) -> tuple[ConversationTurn, ...]:
+    """The branch this chat goes on from, up to that answer: sent before the chat's own turns
+    to agents without server-side conversations."""
+    origin = _continued_from(chat)
+    if origin is None:  # its chat was deleted since
+        return ()
+    by_id = Turn.objects.filter(chat_id=origin.chat_id).in_bulk()
+    return branch_history(parent=by_id.get(origin.pk), by_id=by_id)
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "allauth.account.middleware.AccountMiddleware",  # single sign-on's flow (researchsite/sso.py)
     "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lock-out page
 ]
 
@@ -420,6 +421,42 @@ if env.str("EMAIL_URL", default=""):
     vars().update(env.email_url("EMAIL_URL"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="researchsite@localhost")
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")  # links in e-mails
+
+# --- Single sign-on (OpenID Connect) and teams -----------------------------------------------
+# django-allauth's `openid_connect` provider (researchsite/sso.py). With no OIDC_SERVER_URL the
+# login page is the password form alone, as without it.
+INSTALLED_APPS += [
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+]
+OIDC_SERVER_URL = env.str("OIDC_SERVER_URL", default="")  # the issuer; discovery below it
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
+# A claim listing the user's groups (e.g. "groups"): teams follow it at every sign-in.
+OIDC_TEAMS_CLAIM = env.str("OIDC_TEAMS_CLAIM", default="")
+# False: only superusers sign in with a password; everyone else through the identity provider.
+PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+# The provider's id in allauth's URLs: the redirect URI is /accounts/oidc/sso/login/callback/.
+OIDC_PROVIDER_ID = "sso"
+# The provider itself is built from the OIDC_* settings (researchsite.sso, `list_apps`).
+SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"OAUTH_PKCE_ENABLED": True}}
+ACCOUNT_ADAPTER = "researchsite.sso.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "researchsite.sso.SocialAccountAdapter"
+# An account is found by the provider's subject only: never by an e-mail address, which a user
+# may be able to set at the provider to anyone's.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
+ACCOUNT_UNIQUE_EMAIL = False  # so a first sign-in never stops at a form over a shared address
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"  # the provider vouches for its users
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_REQUIRED = False
+SOCIALACCOUNT_STORE_TOKENS = False  # the site calls nothing of the provider after sign-in
+SOCIALACCOUNT_LOGIN_ON_GET = False  # the login button POSTs (CSRF-checked)
+ACCOUNT_LOGOUT_REDIRECT_URL = "login"
 
 # --- Usage and cost ---------------------------------------------------------------------------
 # Each finished turn's tokens are priced from the price table (chats/usage/prices.py) and kept

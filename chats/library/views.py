@@ -1,7 +1,8 @@
 """Pages of the library: search, archived chats, organising actions, shares and exports.
 
 Every action is a POST (CSRF-checked) on one of the user's own chats; another user's chat is a
-404, as on the chat page.
+404, as on the chat page. The exports read what the chat page reads: the user's chats and their
+teams' (`chat_get_readable`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from chats.library.services import (
     chat_share_revoke,
 )
 from chats.models import Chat, Turn
-from chats.selectors import chat_branch, chat_get_for_user
+from chats.selectors import chat_branch, chat_get_for_user, chat_get_readable
 
 
 @require_GET
@@ -143,6 +144,6 @@ def chat_print(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 
 def _visible_branch(request: HttpRequest, chat_id: int) -> tuple[Chat, list[Turn]]:
-    """The user's chat (404 for anyone else's) and the turns of its visible branch."""
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    """A chat the user may read (404 for any other) and the turns of its visible branch."""
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
     return chat, [item.turn for item in chat_branch(chat=chat)]

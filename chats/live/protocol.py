@@ -283,6 +283,13 @@ class SessionEndMessage(TypedDict):
     type: Literal["session.end"]
 
 
+class AccessChangedMessage(TypedDict):
+    """User group only: a team or a share the user read chats through is gone; each socket
+    checks whether its chat is still readable, and closes if not."""
+
+    type: Literal["access.changed"]
+
+
 ChatFrame = TurnCardFrame | TurnEventsFrame | TurnNoticeFrame  # what a chat's pages are sent
 
 SERVER_FRAMES: dict[str, type] = {
@@ -296,6 +303,7 @@ SERVER_FRAMES: dict[str, type] = {
 INTERNAL_MESSAGES: dict[str, type] = {
     "turn.stop": TurnStopMessage,
     "session.end": SessionEndMessage,
+    "access.changed": AccessChangedMessage,
 }
 
 
@@ -336,6 +344,10 @@ def turn_stop() -> TurnStopMessage:
 
 def session_end() -> SessionEndMessage:
     return SessionEndMessage(type="session.end")
+
+
+def access_changed() -> AccessChangedMessage:
+    return AccessChangedMessage(type="access.changed")
 
 
 def event_view(seq: int, event: AgentEvent) -> EventView:

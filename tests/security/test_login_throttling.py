@@ -161,3 +161,14 @@ def test_the_per_username_limit_comes_from_the_environment(monkeypatch):
     assert fresh_site_settings(monkeypatch).LOGIN_FAILURE_LIMIT_PER_USERNAME == 20
     site = fresh_site_settings(monkeypatch, LOGIN_FAILURE_LIMIT_PER_USERNAME="50")
     assert site.LOGIN_FAILURE_LIMIT_PER_USERNAME == 50
+
+
+def test_the_password_form_beside_single_sign_on_is_throttled_too(settings, django_user_model):
+    settings.OIDC_SERVER_URL, settings.OIDC_CLIENT_ID = "https://sso.example", "researchsite"
+    settings.PASSWORD_LOGIN = False  # the form is for superusers: still locked after 5 failures
+    django_user_model.objects.create_superuser("root", password=PASSWORD)
+    client = Client()
+    fail_until_locked(client, "site", "root")
+    refused = sign_in(client, "site", "root", PASSWORD)
+    assert refused.status_code == HTTPStatus.TOO_MANY_REQUESTS
+    assert "_auth_user_id" not in client.session

@@ -322,8 +322,20 @@
         return;
       case "copy":
         return copyAnswer(button);
+      case "continue-mine": // a chat shared with the reader's team: go on in one of their own
+        return continueInMyChats(button);
     }
   });
+
+  async function continueInMyChats(button) {
+    button.disabled = true;
+    const reply = await window.site.postForm(button.dataset.url, new URLSearchParams());
+    if (reply?.url) location.assign(reply.url);
+    else {
+      button.disabled = false;
+      showConnection(connectionBanner.dataset.continueFailedText);
+    }
+  }
 
   // Copy the cited answer as Markdown with its footnotes, as the server renders it.
   async function copyAnswer(button) {
