@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from chats.agent.providers import ConversationTurn
+from chats.agent.request import ConversationTurn
 from chats.models import Chat, Turn
 from chats.services import turn_start
 from tests.chats.teams.conftest import browser_of
