@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def cpu_model() -> str:
@@ -25,3 +28,12 @@ def machine() -> str:
         f"({platform.python_implementation()}), {platform.system()} {platform.release()}, "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
+
+
+def git_commit() -> str:
+    """The checked-out commit, short, and whether the work tree differs from it."""
+    result = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode
+    return result.stdout.strip() + (" (with uncommitted changes)" if dirty else "")

@@ -13,15 +13,14 @@ runs on the event loop, so its time is a stall of every chat the process serves.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine
+from _site import best_of
 
 from chats.agent.providers.responses import ResponsesAdapter
 from chats.agent.sse import StreamMessage
@@ -78,23 +77,21 @@ def stream_messages(links: int) -> list[StreamMessage]:
     return messages
 
 
-def read(messages: list[StreamMessage]) -> tuple[float, int]:
-    """Seconds of CPU to read the stream, and the citations it gave."""
+def read(messages: list[StreamMessage]) -> int:
+    """Read the stream; return the citations it gave."""
     adapter = ResponsesAdapter("xai")
-    gc.collect()
-    started = time.process_time()
     citations = 0
     for message in messages:
         for event in adapter.feed(message) or ():
             citations += len(getattr(event, "citations", ()))
     for event in adapter.close():
         citations += len(getattr(event, "citations", ()))
-    return time.process_time() - started, citations
+    return citations
 
 
 def best(messages: list[StreamMessage], repeat: int) -> tuple[float, int]:
-    runs = [read(messages) for _ in range(repeat)]
-    return min(seconds for seconds, _ in runs), runs[0][1]
+    """The best seconds of CPU to read the stream, and the citations it gave."""
+    return best_of(repeat, lambda: read(messages))[1], read(messages)
 
 
 def main() -> None:

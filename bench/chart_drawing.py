@@ -20,11 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
 
-import django  # noqa: E402
+from _site import setup_django  # noqa: E402
 
-django.setup()
+setup_django()
 
 from _machine import machine  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402

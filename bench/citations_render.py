@@ -15,14 +15,13 @@ import os
 import platform
 import random
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import cpu_model
+from _site import best_of
 from markdown_it import MarkdownIt
 
 from chats.agent.providers import bigdata as bigdata_adapter
@@ -84,26 +83,6 @@ def synthetic_references(answer: str, count: int, sources: int, rng: random.Rand
     return references
 
 
-def best_of(repeat: int, fn: Callable[[], object], *, collector: bool) -> float:
-    """Return the best wall time of `repeat` runs, each from a collected heap.
-
-    With `collector=False` the garbage collector is paused during each run, as `timeit` does:
-    that isolates how the work itself grows from how often the collector re-walks the heap.
-    """
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        if not collector:
-            gc.disable()
-        try:
-            started = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - started)
-        finally:
-            gc.enable()
-    return best
-
-
 STAGES = ("plain", "resolve", "markdown", "html", "resolve+html")
 
 
@@ -129,7 +108,7 @@ def measure(scale: int, repeat: int, *, collector: bool) -> dict[str, float]:
             "html": lambda: render_html(cited, doc_id="bench"),
             "resolve+html": lambda: render_html(resolve(), doc_id="bench"),
         }
-        figures = {name: best_of(repeat, runs[name], collector=collector) for name in STAGES}
+        figures = {name: best_of(repeat, runs[name], collector=collector)[0] for name in STAGES}
     finally:
         gc.unfreeze()
     size = f"{len(answer):,} chars, {len(references):,} references, {len(cited.sources):,} sources"

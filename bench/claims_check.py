@@ -11,21 +11,19 @@ the answer once. Goal: all claims checked well under a second. Not a test.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import platform
 import random
 import re
 import sys
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import cpu_model
+from _site import best_of
 
 from citations import claims
 from citations.claims import check_claim, summarise
@@ -98,20 +96,6 @@ def synthetic(
     return "".join(pieces), cited, changed
 
 
-def best_of(repeat: int, fn: Callable[[], object], *, cold: bool = False) -> tuple[float, float]:
-    """Return the best (wall, CPU) seconds of `repeat` runs; `cold` empties the figure cache."""
-    best_wall = best_cpu = float("inf")
-    for _ in range(repeat):
-        if cold:
-            claims._passage_figures.cache_clear()  # passages read afresh, as for a new answer
-        gc.collect()
-        wall, cpu = time.perf_counter(), time.process_time()
-        fn()
-        best_wall = min(best_wall, time.perf_counter() - wall)
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-    return best_wall, best_cpu
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure")
@@ -135,14 +119,17 @@ def main() -> None:
             for p in passages:
                 re.findall(r"\d+", p)
 
+    def cold() -> None:
+        claims._passage_figures.cache_clear()  # passages read afresh, as for a new answer
+
     checks = check_all()
     runs = {
-        "check, cold cache": best_of(args.repeat, check_all, cold=True),
+        "check, cold cache": best_of(args.repeat, check_all, before=cold),
         "check, warm cache": best_of(args.repeat, check_all),
         "baseline per claim": best_of(args.repeat, baseline_per_claim),
         "baseline answer": best_of(args.repeat, lambda: re.findall(r"\d+", answer)),
         "extract answer": best_of(
-            args.repeat, lambda: claims.extract_figures(answer + " "), cold=True
+            args.repeat, lambda: claims.extract_figures(answer + " "), before=cold
         ),
     }
     baseline = runs["baseline per claim"][1]

@@ -14,19 +14,18 @@ in at most 1 s. Not a test.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import random
 import re
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine
+from _site import best_of, setup_django
 from citations_render import synthetic_answer, synthetic_references
 
 GOAL_SECONDS = 1.0
@@ -59,13 +58,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure")
     args = parser.parse_args()
     database = Path(tempfile.mkdtemp(prefix="bench-compare-")) / "db.sqlite3"
-    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
     os.environ.setdefault("SECRET_KEY", "bench-compare-not-secret")
-    os.environ["ALLOWED_HOSTS"] = "testserver"
-    import django
-
-    django.setup()
+    setup_django(DATABASE_URL=f"sqlite:///{database}", ALLOWED_HOSTS="testserver")
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.test import Client
@@ -99,21 +93,6 @@ def main() -> None:
     url = reverse("turn_compare", args=[chat.pk, turns[1].pk])
     plain = MarkdownIt("commonmark", {"html": False}).enable("table")
 
-    cpu: dict[str, float] = {}
-
-    def best(fn, name: str = "") -> float:
-        """The best wall time of the runs; the CPU time of that run is kept under `name`:
-        on a machine others load, it says what the page itself costs."""
-        times = []
-        for _ in range(args.repeat):
-            gc.collect()
-            started, started_cpu = time.perf_counter(), time.process_time()
-            fn()
-            times.append((time.perf_counter() - started, time.process_time() - started_cpu))
-        wall, used = min(times)
-        cpu[name] = used
-        return wall
-
     response = client.get(url)
     assert response.status_code == 200, response.status_code
     if os.environ.get("BENCH_PROFILE"):  # where the page's time goes
@@ -124,10 +103,13 @@ def main() -> None:
         pstats.Stats("/tmp/bench-compare.prof").sort_stats("tottime").print_stats(25)
     comparison = compare_turns(before=turns[0], after=turns[1])
     cited = answer_versions_to_compare(turns)
-    page = best(lambda: client.get(url), "page")
-    read = best(lambda: answer_versions_to_compare(turns))
-    compare = best(lambda: compare_answers(cited[turns[0].pk], cited[turns[1].pk]))
-    baseline = best(lambda: plain.render(answer), "baseline")
+    # Best wall and CPU times: on a machine others load, the CPU time says what the page costs.
+    page, page_cpu = best_of(args.repeat, lambda: client.get(url))
+    read, _ = best_of(args.repeat, lambda: answer_versions_to_compare(turns))
+    compare, _ = best_of(
+        args.repeat, lambda: compare_answers(cited[turns[0].pk], cited[turns[1].pk])
+    )
+    baseline, baseline_cpu = best_of(args.repeat, lambda: plain.render(answer))
     print("## Comparing versions (`bench/compare.py`)\n")
     print(machine())
     print(
@@ -142,13 +124,13 @@ def main() -> None:
     print(f"| compare them | {compare * 1000:.1f} | {compare / baseline:.2f} |")
     print(f"| the whole Compare page | {page * 1000:.1f} | {page / baseline:.2f} |")
     print(
-        f"| the whole Compare page, CPU time | {cpu['page'] * 1000:.1f} |"
-        f" {cpu['page'] / cpu['baseline']:.2f} (of the baseline's CPU time) |"
+        f"| the whole Compare page, CPU time | {page_cpu * 1000:.1f} |"
+        f" {page_cpu / baseline_cpu:.2f} (of the baseline's CPU time) |"
     )
     verdict = "met" if page <= GOAL_SECONDS else "NOT met"
     print(
         f"\ngoal: the page in at most {GOAL_SECONDS:g} s: {page:.2f} s wall"
-        f" ({cpu['page']:.2f} s CPU), {verdict}"
+        f" ({page_cpu:.2f} s CPU), {verdict}"
     )
 
 

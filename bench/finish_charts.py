@@ -15,18 +15,16 @@ apart. Not a test.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
 
-import django
+from _site import setup_django
 
-django.setup()
+setup_django()
 
 from _machine import machine  # noqa: E402
 

@@ -7,7 +7,7 @@ bench/streaming.py's load does, so nearly every socket read carries one event. T
 reading the same streams run in this one process, alternately, round after round:
 
 - site: the site's path without the parsing (`httpx.AsyncClient` over `http_transport()`, the
-  loop's connection pool, `httpx_sse.aconnect_sse`, `aiter_text(response)`), which reads a paced
+  loop's connection pool, `client.stream`, `aiter_text(response)`), which reads a paced
   stream once per tick of the relay (chats.loop.ticks): 1.25-1.5 events a read;
 - aiohttp: aiohttp directly (`ClientSession.post`, `content.readany()`), which the site's
   transport wraps;
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine
-from _site import Upstream, question
+from _site import Upstream, question, setup_django
 
 EVENTS = 150
 RATE = 50.0
@@ -57,11 +57,14 @@ async def read_site(url: str, text: str) -> int:
 async def read_aiohttp(url: str, text: str, session) -> int:
     import aiohttp
 
-    from chats.agent.providers.bigdata import AgentRequest
+    from chats.agent.providers.bigdata import request_body
+    from chats.agent.request import AgentRequest
 
     events = 0
     timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
-    async with session.post(url, json=AgentRequest(message=text).payload(), timeout=timeout) as r:
+    async with session.post(
+        url, json=request_body(AgentRequest(message=text)), timeout=timeout
+    ) as r:
         while chunk := await r.content.readany():
             events += chunk.count(b"\n\n")
     return events
@@ -93,11 +96,12 @@ class Counting(asyncio.Protocol):
 async def read_protocol(url: str, text: str) -> int:
     from urllib.parse import urlsplit
 
-    from chats.agent.providers.bigdata import AgentRequest
+    from chats.agent.providers.bigdata import request_body
+    from chats.agent.request import AgentRequest
 
     loop = asyncio.get_running_loop()
     parts = urlsplit(url)
-    body = json.dumps(AgentRequest(message=text).payload()).encode()
+    body = json.dumps(request_body(AgentRequest(message=text))).encode()
     head = (
         f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -135,12 +139,10 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
     os.environ.setdefault("SECRET_KEY", "bench-read-paths-not-secret")
-    import django
     import uvloop
 
-    django.setup()
+    setup_django()
     from chats.agent import close_http_sessions
 
     print(f"## Reading {args.streams} paced streams, by read path (`bench/read_paths.py`)\n")

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from anywhere
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _site import machine, percentile, table  # noqa: E402
+from _site import machine, percentile, setup_django, table  # noqa: E402
 
 GOAL_MS = 100.0
 SYLLABLES = [
@@ -69,10 +69,7 @@ def lexicon(size: int, rng: random.Random) -> list[str]:
 
 def run_backend(args: argparse.Namespace) -> None:
     """Fill a fresh database, build the index, time the queries (in this process)."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "researchsite.settings")
-    django.setup()
+    setup_django()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection

@@ -14,7 +14,7 @@ the median of 5 parts of one run: see `database_stages`).
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
    site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
-   `httpx_sse.aconnect_sse`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
+   `client.stream`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
    (chats.loop.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
@@ -90,6 +90,8 @@ from _site import (  # noqa: E402
     agent_messages,
     invocation,
     question,
+    setup_django,
+    table,
 )
 
 from demo_agent.wire import sse_event  # noqa: E402
@@ -109,10 +111,9 @@ QUESTION = question(events=EVENTS, rate=50)
 # --- Set-up ----------------------------------------------------------------------------------
 
 
-def setup_django(database_url: str) -> None:
+def migrated_site(database_url: str) -> None:
     """The site's settings on `database_url`, migrated; limits per user lifted."""
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="researchsite.settings",
+    setup_django(
         DATABASE_URL=database_url,
         REDIS_URL="",
         DEMO_AGENT_ENABLED="false",
@@ -121,9 +122,6 @@ def setup_django(database_url: str) -> None:
         AGENT_MAX_CONCURRENT_TURNS="100000",
         WS_MAX_SOCKETS_PER_USER="100000",
     )
-    import django
-
-    django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -186,21 +184,21 @@ def pending_ticks(ids: list[tuple[int, int]], turns: int = TURNS) -> list[list[A
 async def read_stream(url: str, text: str, counts: list[int], index: int, opened: Any) -> None:
     """One run's HTTP read as `AgentStream` does it, without the parsing."""
     import httpx
-    from httpx_sse import aconnect_sse
 
     from chats.agent import http_transport, stream_timeout
     from chats.agent.aiohttp_transport import aiter_text
-    from chats.agent.providers.bigdata import AgentRequest
+    from chats.agent.providers.bigdata import request_body
+    from chats.agent.request import AgentRequest
 
     timeout = stream_timeout(connect=10.0, idle=120.0)
-    headers = {"Content-Type": "application/json"}
+    headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}  # as the site's
     async with (
         httpx.AsyncClient(timeout=timeout, transport=http_transport()) as client,
-        aconnect_sse(
-            client, "POST", url, json=AgentRequest(message=text).payload(), headers=headers
-        ) as source,
+        client.stream(
+            "POST", url, json=request_body(AgentRequest(message=text)), headers=headers
+        ) as response,
     ):
-        async for chunk in aiter_text(source.response):
+        async for chunk in aiter_text(response):
             first = not counts[index]
             counts[index] += chunk.count("\n\n")  # events end with a blank line
             READS[0] += 1
@@ -607,7 +605,7 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "aiohttp, opened through httpx + httpx_sse: socket, HTTP body, UTF-8 text (paced)",
+    "read": "aiohttp, opened through httpx: socket, HTTP body, UTF-8 text (paced)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
@@ -619,26 +617,6 @@ COVERS = {
     "turn finish": "finishes.store_finishes, batches of 40, with the final cards (/150)",
     "search index": "_index_chats for 200 chats at once (/150)",
 }
-
-
-def markdown_table(headers: list[str], rows: list[list[str]], text_columns: set[int]) -> str:
-    """A Markdown table: figures right-aligned, text (`text_columns`) left-aligned."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        return (
-            "| "
-            + " | ".join(
-                c.ljust(w) if i in text_columns else c.rjust(w)
-                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-            )
-            + " |"
-        )
-
-    rule = "|" + "|".join(
-        f"{'-' * (w + 1)}{'-' if i in text_columns else ':'}" for i, w in enumerate(widths)
-    )
-    return "\n".join([line(headers), rule + "|", *(line(r) for r in rows)])
 
 
 def us(seconds: float) -> str:
@@ -663,7 +641,7 @@ def report(common: dict[str, float], db: dict[str, Any], label: str) -> float:
     rows.append(["**total**", f"**{us(total)}**", "100.0%", f"{label}, per relayed event"])
     print(f"\n### {label}\n")
     headers = ["stage", "µs per event", "share of total", "what it covers"]
-    print(markdown_table(headers, rows, {0, 3}))
+    print(table(headers, rows, frozenset({0, 3}), mark_alignment=True))
     return total
 
 
@@ -674,7 +652,9 @@ def report_database(results: dict[str, dict[str, Any]]) -> None:
         rows.append([f"write ({label})", us(db["write"]["wall"]), us(db["write"]["cpu"]), "event"])
         for name in ("turn start", "turn finish", "search index"):
             rows.append([f"{name} ({label})", us(db[name]["wall"]), us(db[name]["cpu"]), "turn"])
-    print(markdown_table(["stage", "wall µs", "CPU µs", "per"], rows, {0, 3}))
+    print(
+        table(["stage", "wall µs", "CPU µs", "per"], rows, frozenset({0, 3}), mark_alignment=True)
+    )
 
 
 def metrics_switch(on: bool) -> None:
@@ -713,7 +693,14 @@ def metrics_cost(rounds: int) -> None:
         ["off", us(off), ", ".join(us(c) for c in costs[False])],
         ["on", us(on), ", ".join(us(c) for c in costs[True])],
     ]
-    print(markdown_table(["metrics", "median µs/event", "each round"], rows, {0, 2}))
+    print(
+        table(
+            ["metrics", "median µs/event", "each round"],
+            rows,
+            frozenset({0, 2}),
+            mark_alignment=True,
+        )
+    )
     print(
         f"\nOn / off: {on / off:.3f}x ({(on - off) * 1e6:+.2f} µs per relayed event over"
         f" {rounds} rounds each; the other stages do not touch the metrics)."
@@ -729,7 +716,7 @@ def main() -> None:
     parser.add_argument("--db-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.db_only:  # the PostgreSQL run: DATABASE_URL is set by the parent
-        setup_django(os.environ["DATABASE_URL"])
+        migrated_site(os.environ["DATABASE_URL"])
         print("STAGES" + json.dumps(database_stages(args.rounds)), flush=True)
         return
 
@@ -737,7 +724,7 @@ def main() -> None:
     print(f"## Cost per relayed event, by stage (`{invocation()}`)\n")
     print(machine())
     with tempfile.TemporaryDirectory(prefix="researchsite-stages-") as directory:
-        setup_django(f"sqlite:///{directory}/stages.sqlite3")
+        migrated_site(f"sqlite:///{directory}/stages.sqlite3")
         rounds = args.rounds
         if args.metrics_cost:
             metrics_cost(rounds)

@@ -3,8 +3,8 @@
 A refusal has a code (`ErrorCode`, the `code` of the page's error frame) and a message the page
 shows as it is. The websocket protocol raises it for a frame it cannot read
 (`chats.live.protocol.parse_frame`), the services for an ask they cannot start
-(`chats.services.turn_start_many`), the workflows for a run they cannot start; the consumer
-answers each the same way. Kept apart from the websocket layer so that the services, which
+(`chats.services.turn_start_many`, a question's or a workflow's); the consumer and the pages
+answer each the same way. Kept apart from the websocket layer so that the services, which
 also serve plain views, do not import it.
 """
 
@@ -27,6 +27,7 @@ class ErrorCode(StrEnum):
     LOGGED_OUT = "logged_out"  # the user logged out; the socket is closed
     UNAUTHENTICATED = "unauthenticated"  # not logged in; the socket is closed
     NOT_FOUND = "not_found"  # no such chat for this user; the socket is closed
+    READ_ONLY = "read_only"  # a chat shared with the user's team: they read it, never write
     SERVER_ERROR = "server_error"  # our fault; the socket stays open
 
 

@@ -2,7 +2,9 @@
 
 A run binds its turn's ids once, as it begins; every line logged by that task, and by the tasks
 it starts, then carries them (researchsite/logs.py adds them to each record). Context
-variables follow asyncio tasks, so two runs in one process never see each other's fields.
+variables follow asyncio tasks, so two runs in one process never see each other's fields. A
+request binds its id for as long as it is served (`log_context_bound`), and takes it off after:
+a sync request's thread serves the next request in the same context.
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ _context: ContextVar[dict[str, Any]] = ContextVar("log_context", default={})  # 
 def bind_log_context(**fields: Any) -> None:
     """Add these fields to every line this task (and the tasks it starts) logs from now on."""
     _context.set({**_context.get(), **fields})
+
+
+@contextmanager
+def log_context_bound(**fields: Any) -> Iterator[None]:
+    """Add these fields to the lines logged in the block, then restore what was bound before."""
+    token = _context.set({**_context.get(), **fields})
+    try:
+        yield
+    finally:
+        _context.reset(token)
 
 
 @contextmanager

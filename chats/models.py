@@ -11,8 +11,15 @@ from django.utils import timezone
 
 
 class ChatQuerySet(models.QuerySet):
+    """Who may see a chat, decided here and nowhere else: its owner writes to it (`for_user`);
+    its owner and the members of every team it is shared with read it (`readable_by`)."""
+
     def for_user(self, user) -> "ChatQuerySet":
         return self.filter(owner=user)
+
+    def readable_by(self, user) -> "ChatQuerySet":
+        shared = TeamChatShare.objects.filter(team__memberships__user=user).values("chat_id")
+        return self.filter(models.Q(owner=user) | models.Q(pk__in=shared))
 
 
 class Chat(models.Model):
@@ -36,6 +43,12 @@ class Chat(models.Model):
     archived_at = models.DateTimeField(null=True, blank=True)
     # The composer's question options, remembered per chat (chats/agent/options.py, `to_json`).
     options = models.JSONField(default=dict, blank=True)
+    # "Continue in my chats": the answer of a chat shared with a team that this chat goes on
+    # from. Its first question is sent with that answer's checkpoint (the Research Agent) or
+    # that answer's branch (other agents); the chat it came from is left as it was.
+    continued_from = models.ForeignKey(
+        "Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="continuations"
+    )
 
     objects = ChatQuerySet.as_manager()
 
@@ -313,7 +326,11 @@ class Preference(models.Model):
 
 
 from chats.api.models import ApiToken  # noqa: E402, F401  (registered with this app)
-from chats.teams.models import Team, TeamMembership  # noqa: E402, F401  (registered with this app)
+from chats.teams.models import (  # noqa: E402, F401  (registered with this app)
+    Team,
+    TeamChatShare,
+    TeamMembership,
+)
 from chats.usage.models import (  # noqa: E402, F401  (registered with this app)
     TurnUsage,
     UsageLimit,

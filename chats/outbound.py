@@ -8,6 +8,9 @@ address rules every such request obeys.
   unless the host (or host:port) is listed as allowed; the connection is then made to the
   address that was checked (`GuardedBackend`, below httpcore: TLS still names the host), so a
   name that answers differently the second time cannot slip past;
+- a URL is checked before any request (`fetchable_url`): it must parse as the HTTP client will
+  read it, and a host made only of digits, dots and hex ("0177.0.0.1", "0x7f.1", "2130706433")
+  is refused unless it is a plain dotted quad, since resolvers read such forms differently;
 - redirects are not followed by the client: a caller that follows them checks each hop with
   `fetchable_url`, and its connection goes through the same backend.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -141,8 +145,13 @@ async def guarded_client(
     )
 
 
+# A host that is numbers only (decimal, octal "0177", hex "0x7f", dotted or not): an address.
+_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]*|\d+)(?:\.(?:0x[0-9a-f]*|\d+))*\.?", re.IGNORECASE)
+
+
 def fetchable_url(url: str) -> str:
-    """Return the URL to request: http(s) only, without any user:password part."""
+    """Return the URL to request: http(s) only, without any user:password part; raise Refused
+    for anything else, and for a URL the HTTP client could not read."""
     try:
         parts = urlsplit(url)
         host = parts.hostname
@@ -151,10 +160,25 @@ def fetchable_url(url: str) -> str:
         raise Refused("refused: not a valid link") from error
     if parts.scheme not in ("http", "https") or not host:
         raise Refused(f"refused: not an http(s) link ({parts.scheme or 'no scheme'})")
+    if _NUMERIC_HOST.fullmatch(host) and not _is_dotted_quad(host):
+        raise Refused(f"refused: {host} is an address written in a non-standard form")
     netloc = f"[{host}]" if ":" in host else host
     if port is not None:
         netloc += f":{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+    fetchable = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+    try:
+        httpx.URL(fetchable)
+    except httpx.InvalidURL as error:
+        raise Refused("refused: not a valid link") from error
+    return fetchable
+
+
+def _is_dotted_quad(host: str) -> bool:
+    """True for "93.184.215.14", the one way of writing an IPv4 address every reader agrees on."""
+    try:
+        return str(ipaddress.IPv4Address(host)) == host
+    except ValueError:
+        return False
 
 
 async def checked_url(

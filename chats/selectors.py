@@ -1,13 +1,15 @@
-"""Reads: chats for a user, the visible branch of a chat, the event log after a cursor."""
+"""Reads: chats for a user (who may read one and who may write: `ChatQuerySet`), the visible
+branch of a chat, the event log after a cursor."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Exists
 from django.shortcuts import get_object_or_404
 
 from chats.live.protocol import EventView, stored_event_view
-from chats.models import Chat, Turn, TurnEvent
+from chats.models import Chat, TeamMembership, Turn, TurnEvent
 
 
 def chat_list_for_user(*, user) -> list[Chat]:
@@ -24,20 +26,33 @@ def turn_get(*, turn_id: int) -> Turn:
     return Turn.objects.select_related("chat").get(pk=turn_id)
 
 
-def turn_get_for_user(*, user, turn_id: int) -> Turn:
-    """Return a turn of one of the user's chats (its chat loaded) or raise Http404, as for the
-    chat itself."""
-    turns = Turn.objects.select_related("chat").filter(chat__in=Chat.objects.for_user(user))
+def turn_get_readable(*, user, turn_id: int) -> Turn:
+    """Return a turn of a chat the user may read (theirs, or shared with one of their teams),
+    its chat loaded, or raise Http404, as for the chat itself."""
+    turns = Turn.objects.select_related("chat").filter(chat__in=Chat.objects.readable_by(user))
     return get_object_or_404(turns, pk=turn_id)
 
 
-def chat_find_for_user(*, user, chat_id: int) -> Chat | None:
+def chat_get_readable(*, user, chat_id: int) -> Chat:
+    """Return a chat the user may read (theirs, or shared with one of their teams), or raise
+    Http404: a chat they may not read does not exist for them. Writes use `chat_get_for_user`.
+
+    `reader_in_teams` says whether the user is in any team (in the same query): the chat page
+    asks nothing about sharing with teams of a user in none."""
+    in_teams = Exists(TeamMembership.objects.filter(user=user))
+    chats = Chat.objects.readable_by(user).annotate(reader_in_teams=in_teams)
+    return get_object_or_404(chats, pk=chat_id)
+
+
+def chat_find_readable(*, user, chat_id: int) -> Chat | None:
     if not user.is_authenticated:
         return None
-    try:
-        return Chat.objects.for_user(user).get(pk=chat_id)
-    except Chat.DoesNotExist:
-        return None
+    return Chat.objects.readable_by(user).filter(pk=chat_id).first()
+
+
+def chat_is_readable(*, user_id: int, chat_id: int) -> bool:
+    """Whether the user may still read the chat (an open page checks when access changes)."""
+    return Chat.objects.readable_by(user_id).filter(pk=chat_id).exists()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,14 +14,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from chats.agent.options import QuestionOptions, request_fields
-from chats.agent.providers import (
-    BIGDATA,
-    ConversationTurn,
-    ProviderRequest,
-    agent_choices,
-    default_agent,
-)
-from chats.agent.providers.bigdata import AgentRequest
+from chats.agent.providers import BIGDATA, agent_choices, default_agent
+from chats.agent.request import AgentRequest, ConversationTurn, Workflow
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.answer.charts import charts_for_turn
@@ -55,7 +49,7 @@ class StartedTurn:
     """A turn `turn_start` created, the request that asks the agent for it, and its siblings."""
 
     turn: Turn
-    request: AgentRequest | ProviderRequest
+    request: AgentRequest
     siblings: list[int]  # the ids of the turns under the same parent, this one last
 
     @property
@@ -66,7 +60,12 @@ class StartedTurn:
 
 @dataclass(frozen=True)
 class TurnAsk:
-    """One question to start a turn for, as the page asked it."""
+    """One question to start a turn for, as the page asked it.
+
+    A `chat` not saved yet (no `pk`) asks for a new chat: its owner's, answered by its agent,
+    created with its first turn once the ask passes the checks. A `workflow` runs instead of a
+    question (the Research Agent's Workflows, always in a new chat); `question` is its title.
+    """
 
     chat: Chat
     question: str
@@ -75,6 +74,7 @@ class TurnAsk:
     restart: bool = False
     options: QuestionOptions | None = None  # None: the chat's saved options
     save_options: bool = True  # False: a re-run, which leaves the composer's options alone
+    workflow: Workflow | None = None
 
 
 def turn_start(
@@ -104,10 +104,13 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     order of `asks`, the started turn or why that ask was refused; one refusal costs the others
     nothing.
 
-    The options an ask carries are saved on its chat; None uses the chat's.
+    The options an ask carries are saved on its chat; None uses the chat's. An ask for a new
+    chat (see `TurnAsk`) creates it here, in the same transaction, after the same checks.
 
     A follow-up continues from the checkpoint of the last completed turn on its branch; a turn
-    at the start of an existing conversation (an edited first question) branches from INITIAL;
+    at the start of a chat continued from a team's answer ("Continue in my chats") from that
+    answer's checkpoint, or its branch for other agents; a turn at the start of an existing
+    conversation (an edited first question) branches from INITIAL;
     a restart begins a fresh upstream conversation while the local history stays.
 
     Refused while the chat already streams a turn, while the owner has
@@ -118,7 +121,7 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     # counted one at a time, so twenty at once cannot all see room for one more, and no two
     # transactions can each hold a row the other waits for.
     owner_ids = sorted({ask.chat.owner_id for ask in asks})
-    chat_ids = sorted({ask.chat.pk for ask in asks})
+    chat_ids = sorted({ask.chat.pk for ask in asks if ask.chat.pk is not None})
     # FOR NO KEY UPDATE: nothing here changes a key, so foreign-key checks elsewhere (a turn's
     # events being logged, a chat's search document) need not wait for these locks.
     users = get_user_model().objects.select_for_update(no_key=True).filter(pk__in=owner_ids)
@@ -142,11 +145,14 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
 
     outcomes: list[_NewTurn | TurnStartError] = []
     for ask in asks:
-        chat = chats.get(ask.chat.pk)
+        new_chat = ask.chat.pk is None
+        chat = ask.chat if new_chat else chats.get(ask.chat.pk)
         try:
             if chat is None:  # deleted since the page opened it
                 raise TurnStartError("This chat is not available.", ErrorCode.NOT_FOUND)
-            if here[chat.pk]:
+            if ask.workflow is not None and not (new_chat and chat.provider == BIGDATA):
+                raise TurnStartError("A workflow runs in a new chat with the Research Agent.")
+            if not new_chat and here[chat.pk]:
                 raise TurnStartError(
                     "This chat is still answering. Wait for it to finish or stop it first.",
                     ErrorCode.TURN_IN_PROGRESS,
@@ -162,11 +168,15 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
         except TurnStartError as refused:
             outcomes.append(refused)
             continue
-        here[chat.pk] += 1
+        if not new_chat:
+            here[chat.pk] += 1
         anywhere[chat.owner_id] += 1
         outcomes.append(new)
 
     created = [o for o in outcomes if isinstance(o, _NewTurn)]
+    for new in created:
+        if new.turn.chat.pk is None:
+            new.turn.chat.save()  # its turn takes its id as it is inserted
     Turn.objects.bulk_create([new.turn for new in created])
     for new in created:
         chat = new.turn.chat
@@ -195,11 +205,17 @@ class _NewTurn:
     history: tuple[ConversationTurn, ...]
     siblings: list[int]
     save_options: bool = True
+    workflow: Workflow | None = None
 
     def started(self) -> StartedTurn:
         turn = self.turn
-        request: AgentRequest | ProviderRequest
-        if turn.chat.provider == BIGDATA:
+        if self.workflow is not None:
+            request = AgentRequest(
+                message=turn.question,
+                research_effort=turn.research_effort,
+                workflow=self.workflow,
+            )
+        elif turn.chat.provider == BIGDATA:
             request = AgentRequest(
                 message=turn.question,
                 research_effort=turn.research_effort,
@@ -211,7 +227,7 @@ class _NewTurn:
         else:
             # Agents without server-side checkpoints are sent the branch itself, so "Continue
             # from here", "Edit" and follow-ups mean the same as with the Research Agent.
-            request = ProviderRequest(
+            request = AgentRequest(
                 message=turn.question, history=self.history, research_effort=turn.research_effort
             )
         return StartedTurn(turn, request, [*self.siblings, turn.pk])
@@ -242,6 +258,9 @@ def _new_turn(
         if anchor is not None:
             upstream_chat_id = anchor.upstream_chat_id or chat.upstream_chat_id
             from_checkpoint = anchor.checkpoint_id
+        elif (origin := _continued_from(chat)) is not None and origin.checkpoint_id:
+            upstream_chat_id = origin.upstream_chat_id or origin.chat.upstream_chat_id
+            from_checkpoint = origin.checkpoint_id
         elif chat.upstream_chat_id:
             upstream_chat_id, from_checkpoint = chat.upstream_chat_id, INITIAL_CHECKPOINT
 
@@ -264,10 +283,13 @@ def _new_turn(
         created_at=now,
         lease_expires_at=now + timedelta(seconds=settings.TURN_LEASE_SECONDS),
         options=options.to_json(),
+        workflow=asdict(ask.workflow) if ask.workflow is not None else None,
     )
     history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
+    if not ask.restart and chat.continued_from_id and chat.provider != BIGDATA:
+        history = _continued_history(chat) + history
     siblings = [t.pk for t in tree.get(turn.parent_id, [])]
-    return _NewTurn(turn, options, schema, history, siblings, ask.save_options)
+    return _NewTurn(turn, options, schema, history, siblings, ask.save_options, ask.workflow)
 
 
 def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[ConversationTurn, ...]:
@@ -279,6 +301,23 @@ def branch_history(*, parent: Turn | None, by_id: dict[int, Turn]) -> tuple[Conv
             history.append(ConversationTurn(question=turn.question, answer=turn.answer_text))
         turn = by_id.get(turn.parent_id)
     return tuple(reversed(history))
+
+
+def _continued_from(chat: Chat) -> Turn | None:
+    """The answer of another chat this one goes on from ("Continue in my chats"), if any."""
+    if not chat.continued_from_id:
+        return None
+    return Turn.objects.select_related("chat").filter(pk=chat.continued_from_id).first()
+
+
+def _continued_history(chat: Chat) -> tuple[ConversationTurn, ...]:
+    """The branch this chat goes on from, up to that answer: sent before the chat's own turns
+    to agents without server-side conversations."""
+    origin = _continued_from(chat)
+    if origin is None:  # its chat was deleted since
+        return ()
+    by_id = Turn.objects.filter(chat_id=origin.chat_id).in_bulk()
+    return branch_history(parent=by_id.get(origin.pk), by_id=by_id)
 
 
 @dataclass(frozen=True)
@@ -295,6 +334,7 @@ class TurnEnd:
     # The answer rendered ahead, off the database thread (`turn_render_end`); None: rendered
     # when stored.
     rendered: RenderedEnd | None = None
+    execution_id: str = ""  # a Workflows run's id, as its stream named it
 
 
 @dataclass(frozen=True)
@@ -340,6 +380,7 @@ FINISHED_FIELDS = [
     "finished_at",
     "lease_expires_at",
     "upstream_chat_id",
+    "execution_id",
 ]
 
 
@@ -423,6 +464,7 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
         turn.lease_expires_at = None
         if transcript.upstream_chat_id:
             turn.upstream_chat_id = transcript.upstream_chat_id
+        turn.execution_id = end.execution_id or turn.execution_id
         turn.save(update_fields=FINISHED_FIELDS)
         chat.updated_at = now
         if transcript.upstream_chat_id and (turn.is_restart or not chat.upstream_chat_id):

@@ -52,6 +52,7 @@ urlpatterns = [
         name="output_schema_delete",
     ),
     path("", include("chats.watch.urls")),  # Watch, the "Changes" page
+    path("", include("chats.teams.urls")),  # the "Team" page, sharing with a team
     path("workflows/", views_workflows.workflow_list, name="workflow_list"),
     path("workflows/run/", views_workflows.workflow_run, name="workflow_run"),
     path("workflows/save/", views_workflows.workflow_save, name="workflow_save"),

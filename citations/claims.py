@@ -27,18 +27,23 @@ passage names that year elsewhere). Fiscal and calendar years are not told apart
 points" are basis points x 100. A source's publication date, when the caller gives it, can
 support a claim's date or year.
 
-Verdicts: "figure_not_found" (the only flag, naming the figures: "38% not found in its source"),
-"supported", "no_figures" (checked, nothing to flag) and "no_passage" (its sources carry no
-passage: "no passage to check", never flagged, whatever the claim's figures).
+States (`CheckStatus`, the names the exports carry): every cited claim ends in exactly one.
+"supported": every figure it states is in the passages; "figure not found" (the only flag,
+naming the figures: "38% not found in its source"), also when its source was read and no
+sentence of it speaks of the claim at all; "no figure to check": it states no figure this module
+can read, so nothing was checked; "not read": no source of it was read ("not read: HTTP 404").
 
 Not figures (false-positive traps): footnote markers ("[^1]", "[1]", superscripts), list
 numbering at a line start ("1. ", "2) "), identifiers with letters ("GPT-4", "H100", "A17",
-"COVID-19", "5G", "10-K", "1990s"), a bare number after a capitalised word or a label ("iPhone 15",
-"Microsoft 365", "S&P 500", "tier 1", "phase 3"; but "Over 500" and "In 2024" are figures),
-version numbers ("v2.1", "1.2.3"), phone numbers, clock times ("10:30 am"), "24/7", URLs, ordinals
-("3rd"), and spelled-out numbers in a claim unless they carry a unit ("three percent"); a
-passage's spelled-out numbers ("three") and multiples ("doubled") do count, so "3 segments" is
-found in "three segments" and "2x" in "doubled".
+"COVID-19", "5G", "10-K", "1990s"), a bare number after a label word or label abbreviation
+("tier 1", "phase 3", "Section 230", "No. 1") or in an index's name ("S&P 500"), version numbers
+("v2.1", "1.2.3"), phone numbers, clock times ("10:30 am"), "24/7", URLs, ordinals ("3rd"), and
+"one" or "zero" without a unit ("one of the largest"). A number after any other capitalised word
+is a figure ("Maintains 4300 miles", "Population 8,400,000", "iPhone 15"): a name's number is a
+figure its source states too. Spelled-out numbers are figures ("three segments", "twenty-five
+stores"), but not the numerator of a fraction ("two-thirds"); a passage's "one", and its
+multiples ("doubled"), count as well, so "3 segments" is found in "three segments" and "2x" in
+"doubled".
 
 Standard library only: price-parser reads one price per string and knows no scale words or
 percentages, and quantulum3 returns floats, guesses units with a classifier and sees "Q3" or
@@ -58,7 +63,13 @@ from typing import Any, Literal
 FigureKind = Literal[
     "number", "percent", "bps", "multiple", "ratio", "currency", "quarter", "year", "date"
 ]
-CheckStatus = Literal["supported", "figure_not_found", "no_passage", "no_figures"]
+CheckStatus = Literal["supported", "figure not found", "no figure to check", "not read"]
+CHECK_STATES: tuple[CheckStatus, ...] = (
+    "supported",
+    "figure not found",
+    "no figure to check",
+    "not read",
+)
 
 _ZERO = Decimal(0)
 _ONE = Decimal(1)
@@ -114,7 +125,11 @@ class Figure:
 
 @dataclass(frozen=True, slots=True)
 class ClaimCheck:
-    """The verdict on one cited claim; only "figure_not_found" is a flag."""
+    """The verdict on one cited claim; only "figure not found" is a flag.
+
+    `message` names the figures found or not found ("38% not found in its source"), or, for a
+    claim not read, why ("HTTP 404"); a claim with no figure to check has none.
+    """
 
     status: CheckStatus
     found: tuple[Figure, ...] = ()
@@ -123,7 +138,14 @@ class ClaimCheck:
 
     @property
     def is_flagged(self) -> bool:
-        return self.status == "figure_not_found"
+        return self.status == "figure not found"
+
+    @property
+    def line(self) -> str:
+        """The check as a card says it: "38% not found in its source", "not read: HTTP 404"."""
+        if self.status == "not read":
+            return f"not read: {self.message}"
+        return self.message or self.status
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,8 +166,26 @@ class ClaimCheck:
 
 
 def extract_figures(text: str) -> list[Figure]:
-    """Return the figures of `text` in order (spelled-out numbers only when they carry a unit)."""
+    """Return the figures of a claim's `text` in order ("one" and "zero" only with a unit)."""
     return list(_extract(text, spelled_bare=False))
+
+
+@lru_cache(maxsize=1024)
+def claim_figures(claim: str) -> tuple[Figure, ...]:
+    """Return the figures `check_claim` looks for: the claim's, each value once (cached: a claim
+    is read when its passages are chosen and again when they are checked)."""
+    return tuple(_unique(_extract(claim, spelled_bare=False)))
+
+
+def passage_figures(text: str) -> tuple[Figure, ...]:
+    """Return the figures a passage offers a claim (its spelled-out numbers and multiples too)."""
+    return _passage_figures(text)
+
+
+def supports(claim: Figure, passage: Figure) -> bool:
+    """Return True if the passage's figure says the claim's figure (the module's matching rule,
+    without the years a passage names elsewhere)."""
+    return _supports(claim, passage, frozenset())
 
 
 def check_claim(
@@ -154,20 +194,26 @@ def check_claim(
     *,
     sources: int | None = None,
     published: Sequence[str] = (),
+    read: bool | None = None,
+    unread: str = "its source sent no passage",
 ) -> ClaimCheck:
     """Check every figure of `claim` against the figures of `passages`.
 
-    `published` holds the cited sources' publication dates (ISO 8601): a claim's date or year
-    that is one of them counts as found, since answers date events by the report ("On
-    October 3, ..."). `sources` (how many sources are cited) only chooses "its source" or "its
-    sources" in the message; by default it is the number of passages.
+    `read` says whether a source of the claim was read at all; by default, whether there is a
+    passage. A source read without a passage (no sentence of its page speaks of the claim)
+    supports none of its figures; a claim none of whose sources was read is "not read", and
+    `unread` says why in a few words. `published` holds the cited sources' publication dates
+    (ISO 8601): a claim's date or year that is one of them counts as found, since answers date
+    events by the report ("On October 3, ..."). `sources` (how many sources are cited) only
+    chooses "its source" or "its sources" in the message; by default it is the number of
+    passages.
     """
     passages = [p for p in passages if p and not p.isspace()]
-    if not passages:
-        return ClaimCheck(status="no_passage", message="no passage to check")
-    figures = _unique(_extract(claim, spelled_bare=False))
+    if not (passages if read is None else read):
+        return ClaimCheck(status="not read", message=unread)
+    figures = claim_figures(claim)
     if not figures:
-        return ClaimCheck(status="no_figures", message="no figures to check")
+        return ClaimCheck(status="no figure to check")
     in_passages = [_passage_figures(p) for p in passages]
     in_passages.append(tuple(filter(None, map(_publication_date, published))))
     # Only a quarter or a date without its year looks for the year elsewhere in its passage.
@@ -182,12 +228,12 @@ def check_claim(
             for candidate in figs
         )
         (found if hit else missing).append(figure)
-    cited = sources if sources is not None else len(passages)
+    cited = sources if sources is not None else max(len(passages), 1)
     where = "its source" if cited == 1 else "its sources"
     if missing:
         named = _join_labels([f.label for f in missing])
         return ClaimCheck(
-            status="figure_not_found",
+            status="figure not found",
             found=tuple(found),
             missing=tuple(missing),
             message=f"{named} not found in {where}",
@@ -199,27 +245,30 @@ def check_claim(
     )
 
 
+_SUMMARY_PARTS: tuple[tuple[CheckStatus, str, str], ...] = (
+    ("supported", "figure found", "figures found"),
+    ("figure not found", "not found", "not found"),
+    ("no figure to check", "with no figure to check", "with no figure to check"),
+    ("not read", "not read", "not read"),
+)
+
+
 def summarise(checks: Sequence[ClaimCheck]) -> str:
     """Return the answer's one-line summary, or "" when nothing is cited.
 
-    "{n} cited claim(s): {a} checked, {f} figure(s) not found in its source / their sources,
-    {p} without a passage to check", leaving out the parts that are zero. "checked" counts the
-    claims checked with nothing to flag (figures all found, or no figures); the middle part
-    counts missing figures, not claims.
+    The claims in each state, in this order, leaving out the states no claim is in: "4 cited
+    claims: 2 figures found, 1 not found, 1 with no figure to check, 1 not read".
     """
     if not checks:
         return ""
-    checked = sum(1 for c in checks if c.status in ("supported", "no_figures"))
-    missing = sum(len(c.missing) for c in checks if c.status == "figure_not_found")
-    unverifiable = sum(1 for c in checks if c.status == "no_passage")
-    parts = []
-    if checked:
-        parts.append(f"{checked} checked")
-    if missing:
-        where = "its source" if missing == 1 else "their sources"
-        parts.append(f"{_count(missing, 'figure')} not found in {where}")
-    if unverifiable:
-        parts.append(f"{unverifiable} without a passage to check")
+    counts = {state: 0 for state in CHECK_STATES}
+    for check in checks:
+        counts[check.status] += 1
+    parts = [
+        f"{counts[state]} {one if counts[state] == 1 else many}"
+        for state, one, many in _SUMMARY_PARTS
+        if counts[state]
+    ]
     return f"{_count(len(checks), 'cited claim')}: {', '.join(parts)}"
 
 
@@ -481,8 +530,7 @@ _FIGURE = re.compile(
     re.VERBOSE | re.MULTILINE,
 )
 
-# A bare number right after a capitalised word or a label is part of a name ("Microsoft 365",
-# "iPhone 15", "tier 1"), unless the word is one that leads into a quantity ("Over 500").
+# A bare number right after a label ("tier 1", "Sec. 230") is part of a name, not a figure.
 _WORD_BEFORE = re.compile(r"(?<![\w&'-])([A-Za-z][\w&'-]*)(\.?)[ ]$")
 _NAME_ABBREVIATIONS = frozenset({"No", "Nos", "Inc", "Vol", "Art", "Sec", "Fig", "Ch"})
 _LABEL_WORDS = frozenset(
@@ -492,18 +540,9 @@ _LABEL_WORDS = frozenset(
         *("rule", "form", "model", "gen", "generation", "version", "release", "route"),
     }
 )
-_QUANTITY_WORDS = frozenset(
-    {
-        *("about", "around", "approximately", "approx", "roughly", "nearly", "almost", "circa"),
-        *("some", "over", "under", "only", "just", "more", "less", "fewer", "least", "most"),
-        *("top", "all", "another", "additional", "further", "exactly", "fully", "still"),
-        *("of", "in", "by", "from", "to", "at", "for", "with", "since", "until", "through"),
-        *("after", "before", "during", "between", "among", "into", "across", "on", "as", "than"),
-        *("up", "down", "past", "beyond", "below", "above", "within", "per", "versus", "vs"),
-        *("plus", "minus", "including", "excluding", "last", "first", "each", "every", "both"),
-        *("the", "these", "those", "its", "their", "our", "and", "or", "but", "total"),
-        *("sold", "shipped", "added", "cut", "hired", "employs"),
-    }
+# "two-thirds": a spelled-out number before these is a fraction's, not a figure of its own.
+_FRACTION = re.compile(
+    r"-(?:(?:third|quarter|fifth|sixth|seventh|eighth|ninth|tenth)s?(?![a-z])|half)"
 )
 
 _SCALES = {
@@ -639,7 +678,7 @@ def _read_quantity(match: re.Match[str], plain: str, spelled_bare: bool) -> list
     kind, unit, factor = _suffix(match, "q_")
     bare = kind == "number" and not unit and factor == _ONE
     start, end = match.span()
-    if bare and _after_a_name(plain, start):
+    if bare and _after_a_label(plain, start):
         return []
     reads: list[_Read] = []
     for written in (match.group("q_n"), match.group("q_n2")):
@@ -655,10 +694,13 @@ def _read_quantity(match: re.Match[str], plain: str, spelled_bare: bool) -> list
 
 def _read_spelled(match: re.Match[str], plain: str, spelled_bare: bool) -> list[_Read]:
     kind, unit, factor = _suffix(match, "s_")
-    if not spelled_bare and kind == "number" and not unit and factor == _ONE:
-        return []
     words = match.group("s_n").lower().split("-")
     value = Decimal(sum(_WORD_VALUES[w] for w in words))
+    bare = kind == "number" and not unit and factor == _ONE
+    if bare and _FRACTION.match(plain, match.end()):
+        return []
+    if bare and not spelled_bare and value < 2:
+        return []  # "one of the largest", "zero-based"
     return [(kind, value * factor, unit, factor, *match.span())]
 
 
@@ -705,16 +747,15 @@ def _unit(written: str) -> str:
     return _UNITS.get(key, written)
 
 
-def _after_a_name(plain: str, start: int) -> bool:
-    """Return True if a bare number at `start` belongs to a name ("iPhone 15", "tier 1")."""
+def _after_a_label(plain: str, start: int) -> bool:
+    """Return True if a bare number at `start` numbers a label ("tier 1", "Sec. 230")."""
     before = _WORD_BEFORE.search(plain, max(0, start - 40), start)
     if before is None:
         return False
     word, dot = before.groups()
-    if (dot and word not in _NAME_ABBREVIATIONS) or word.endswith("'s"):
-        return False  # the end of a sentence, or "Nvidia's 2024 revenue"
-    lower = word.lower()
-    return lower in _LABEL_WORDS or (word != lower and lower not in _QUANTITY_WORDS)
+    if dot:
+        return word in _NAME_ABBREVIATIONS  # else the end of a sentence
+    return word.lower() in _LABEL_WORDS
 
 
 def _read_currency(match: re.Match[str], plain: str, spelled_bare: bool) -> list[_Read]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from citations.claims import ClaimCheck, check_claim, summarise
-from citations.references import Passage
+from citations.references import PageRead, Passage
 
 if TYPE_CHECKING:
     from citations.resolve import CitedAnswer, ResolvedReference
@@ -102,20 +102,44 @@ def claims_of(
 
 
 def with_checks(cited: CitedAnswer) -> CitedAnswer:
-    """Return the answer with every claim's figures checked against its passages."""
-    dates = {s.number: s.published_on for s in cited.sources}
+    """Return the answer with every claim's figures checked against its passages.
+
+    A source counts as read when it gave a passage, or when the site read its page
+    (`cited.pages`) even if no sentence of it speaks of the claim; a claim none of whose sources
+    was read is "not read", with the reasons of its sources.
+    """
+    sources = {s.number: s for s in cited.sources}
     claims = []
     for claim in cited.claims:
         texts = [p.text for _, passages in claim.passages for p in passages]
-        published = [dates[n].isoformat() for n in claim.footnotes if dates.get(n)]
+        dates = (sources[n].published_on for n in claim.footnotes if n in sources)
+        published = [day.isoformat() for day in dates if day is not None]
+        reasons = []
+        for number, passages in claim.passages:
+            read = cited.pages.get(sources[number].key) if number in sources else None
+            reasons.append(_unread_reason(passages, read))
         check = check_claim(
             cited.answer[claim.start : claim.end],
             texts,
             sources=len(claim.footnotes),
             published=published,
+            read=any(reason == "" for reason in reasons),
+            unread="; ".join(dict.fromkeys(r for r in reasons if r)) or _NO_PASSAGE,
         )
         claims.append(replace(claim, check=check))
     return replace(cited, claims=tuple(claims))
+
+
+_NO_PASSAGE = "its source sent no passage"
+
+
+def _unread_reason(passages: Sequence[Passage], read: PageRead | None) -> str:
+    """Why a source of a claim was not read, or "" if it was."""
+    if passages or (read is not None and read.was_read):
+        return ""
+    if read is None:
+        return _NO_PASSAGE
+    return "its page is being read" if read.pending else read.problem or _NO_PASSAGE
 
 
 def with_stored_checks(cited: CitedAnswer, checks: dict[int, ClaimCheck]) -> CitedAnswer:
@@ -125,7 +149,7 @@ def with_stored_checks(cited: CitedAnswer, checks: dict[int, ClaimCheck]) -> Cit
 
 
 def checks_summary(cited: CitedAnswer) -> str:
-    """Return "9 cited claims: 8 checked, 1 figure not found in its source", or "".
+    """Return "4 cited claims: 2 figures found, 1 not found, 1 with no figure to check", or "".
 
     While the site is still reading cited pages (`citations.pages`): "Checking 3 sources…".
     """

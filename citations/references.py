@@ -69,7 +69,13 @@ class PageRead:
 
     @property
     def is_read(self) -> bool:
+        """Its main text is at hand, to choose passages from."""
         return not self.pending and not self.problem and bool(self.text.strip())
+
+    @property
+    def was_read(self) -> bool:
+        """It was fetched and read (its text may since have been dropped)."""
+        return not self.pending and not self.problem and self.fetched_on is not None
 
     def to_data(self) -> dict[str, Any]:
         return {

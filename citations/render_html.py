@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date
 from html import escape
 from typing import Any
 
@@ -21,7 +22,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from citations.evidence import checks_summary, shared_words
 from citations.html_markers import anchor, link_markers, marker_env, settle_markers
 from citations.markers import BLOCK_PREFIX
-from citations.pages import fetched_label, page_problem_line
+from citations.pages import NO_SENTENCE_LINE, fetched_label, page_problem_line
 from citations.references import PageRead, Passage
 from citations.render import UNPLACED_NOTE, insert_at
 from citations.resolve import CitedAnswer, CitedSource, ToolAttribution
@@ -109,10 +110,10 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
         if reading:
             where = "its source" if len(claim.footnotes) == 1 else "its sources"
             parts.append(f'<p class="evidence-check evidence-check-pending">checking {where}…</p>')
-        elif claim.check is not None and claim.check.status != "no_figures":
-            state = "flagged" if claim.is_flagged else claim.check.status.replace("_", "-")
-            message = escape(claim.check.message)
-            parts.append(f'<p class="evidence-check evidence-check-{state}">{message}</p>')
+        elif claim.check is not None:
+            state = _STATE_CLASSES[claim.check.status]
+            line = escape(claim.check.line)
+            parts.append(f'<p class="evidence-check {state}">{line}</p>')
         for number, passages in claim.passages:
             source = sources[number]
             read = _read_of(cited, source)
@@ -131,6 +132,10 @@ def _evidence(cited: CitedAnswer, doc_id: str) -> str:
                 shown = '<p class="evidence-none">Checking the page…</p>'
             elif read.problem:
                 shown = f'<p class="evidence-none">{escape(page_problem_line(read.problem))}</p>'
+            elif read.was_read:
+                shown = _page_origin(read.final_url or read.url, read.fetched_on) + (
+                    f'<p class="evidence-none">{escape(NO_SENTENCE_LINE)}</p>'
+                )
             else:
                 shown = '<p class="evidence-none">This source sent no passage to show.</p>'
             headline = (
@@ -191,8 +196,22 @@ def _origin(passage: Passage) -> str:
     """Where the card's passage comes from: the agent, or the page the site fetched."""
     if passage.fetched_on is None:
         return '<p class="evidence-origin">The passage the agent cited</p>'
-    page = _link(passage.page_url, url_host(passage.page_url) or passage.page_url)
-    return f'<p class="evidence-origin">{escape(fetched_label(passage.fetched_on))} · {page}</p>'
+    return _page_origin(passage.page_url, passage.fetched_on)
+
+
+def _page_origin(url: str, fetched_on: date | None) -> str:
+    page = _link(url, url_host(url) or url)
+    label = fetched_label(fetched_on) if fetched_on else "From the page"
+    return f'<p class="evidence-origin">{escape(label)} · {page}</p>'
+
+
+# Each state's class on the card's check line (`evidence.css` colours them).
+_STATE_CLASSES: dict[str, str] = {
+    "supported": "evidence-check-supported",
+    "figure not found": "evidence-check-flagged",
+    "no figure to check": "evidence-check-no-figure",
+    "not read": "evidence-check-not-read",
+}
 
 
 def _passage(claim: str, passage: Passage) -> str:
@@ -318,7 +337,8 @@ CLEANER = nh3.Cleaner(
         "p": {
             "tool-attributions", "claim-summary", "claim-summary-pending", "evidence-claim-text",
             "evidence-check",
-            "evidence-check-flagged", "evidence-check-supported", "evidence-check-no-passage",
+            "evidence-check-flagged", "evidence-check-supported", "evidence-check-no-figure",
+            "evidence-check-not-read",
             "evidence-label", "evidence-meta", "evidence-headline", "evidence-none",
             "evidence-origin", "evidence-check-pending",
         },

@@ -263,13 +263,25 @@ async def _play(
             break
         index += 1
         if isinstance(step, Sleep):
-            await asyncio.sleep(step.seconds)
+            if await client_left_within(receive, step.seconds):
+                return  # nobody to send the rest to (a server shutting down need not wait)
         elif isinstance(step, Stall):
-            while (await receive())["type"] != "http.disconnect":
-                pass
+            await client_left_within(receive, None)
             return
         elif isinstance(step, Drop):
             raise ScriptedDrop("scripted drop")
         else:
             await wire.send_chunk(send, step.encode() if isinstance(step, str) else step)
     await wire.end_stream(send)
+
+
+async def client_left_within(receive: Receive, seconds: float | None) -> bool:
+    """Wait until the client disconnects, for at most `seconds` (None: however long it takes);
+    return whether it did."""
+    try:
+        async with asyncio.timeout(seconds):
+            while (await receive())["type"] != "http.disconnect":
+                pass
+    except TimeoutError:
+        return False
+    return True

@@ -7,8 +7,8 @@ A workflow is a templated question run through the same research pipeline as a p
 Resuming, as designed here: an execution keeps the events it has sent and its place in the
 pipeline, in memory, for a bounded number of executions. A request carrying `execution_id`
 replays that execution from its first event, then goes on where it had stopped; the client
-skips what it already has (`chats/run/workflows.py`). So a resumed stream is the whole execution,
-whether the first connection dropped after one event or after all of them.
+skips what it already has (`chats/agent/providers/workflows.py`). So a resumed stream is the
+whole execution, whether the first connection dropped after one event or after all of them.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import ipaddress
 import math
 from http import HTTPStatus
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from axes.attempts import get_cool_off_threshold
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username, get_cool_off
@@ -23,6 +22,8 @@ from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
+
+from researchsite.middleware import request_middleware
 
 UNREADABLE_ADDRESS = "Your network address could not be read, so this request was refused."
 
@@ -65,36 +66,17 @@ class LoginFailureHandler(AxesDatabaseHandler):
         return failures
 
 
-def client_address_middleware(get_response):
+@request_middleware
+def client_address_middleware(request: HttpRequest):
     """Answer 400 when the client's address is not an IP address.
 
     A trusted proxy passes on whatever X-Forwarded-For it was given; the address is stored with
     each failed sign-in, in a column PostgreSQL types as `inet` (a 500, without this check).
     """
-
-    def refused(request: HttpRequest) -> HttpResponse | None:
-        address = request.META.get("REMOTE_ADDR")
-        if not address:  # a Unix socket: no address at all, which axes stores as NULL
-            return None
+    address = request.META.get("REMOTE_ADDR")
+    if address:  # none on a Unix socket, which axes stores as NULL
         try:
             ipaddress.ip_address(address)
         except ValueError:
             return HttpResponseBadRequest(UNREADABLE_ADDRESS, content_type="text/plain")
-        return None
-
-    if iscoroutinefunction(get_response):
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            return refused(request) or await get_response(request)
-
-        markcoroutinefunction(middleware)
-    else:
-
-        def middleware(request: HttpRequest) -> HttpResponse:
-            return refused(request) or get_response(request)
-
-    return middleware
-
-
-client_address_middleware.sync_capable = True
-client_address_middleware.async_capable = True
+    yield

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import uuid
 
-from asgiref.sync import iscoroutinefunction
-from django.utils.decorators import sync_and_async_middleware
+from django.http import HttpRequest
+from django.utils.log import log_response
 from pythonjsonlogger.json import JsonFormatter
 
 from chats.agent.redaction import redactor
-from chats.log_context import LOG_FIELDS, bind_log_context, log_context
+from chats.log_context import LOG_FIELDS, log_context, log_context_bound
+from researchsite.middleware import request_middleware
 
 # uvicorn adds a copy of some messages with terminal colours; a JSON line needs only one.
 _NOT_FIELDS = ("color_message",)
@@ -62,27 +63,17 @@ def _request_id(request) -> str:
     return given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
 
 
-@sync_and_async_middleware
-def request_id_middleware(get_response):
-    """Give each request an id (the proxy's X-Request-ID, or a new one) for its log lines,
-    and send it back in the response's X-Request-ID header. Async-capable, so that it keeps
-    async views async (a run started by one must outlive the request)."""
-    if iscoroutinefunction(get_response):
-
-        async def middleware(request):
-            request_id = _request_id(request)
-            bind_log_context(request_id=request_id)
-            response = await get_response(request)
-            response["X-Request-ID"] = request_id
-            return response
-
-    else:
-
-        def middleware(request):
-            request_id = _request_id(request)
-            bind_log_context(request_id=request_id)
-            response = get_response(request)
-            response["X-Request-ID"] = request_id
-            return response
-
-    return middleware
+@request_middleware
+def request_id_middleware(request: HttpRequest):
+    """Give each request an id (the proxy's X-Request-ID, or a new one) for the lines logged
+    while serving it, and send it back in the response's X-Request-ID header."""
+    request_id = _request_id(request)
+    with log_context_bound(request_id=request_id):
+        response = yield
+        if response.status_code >= 400:
+            # Django logs a refused or failed request ("Not Found: /x") once the middleware has
+            # answered: log it while the id is bound (Django then sees it logged, and skips it).
+            log_response(
+                "%s: %s", response.reason_phrase, request.path, response=response, request=request
+            )
+    response["X-Request-ID"] = request_id

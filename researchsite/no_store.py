@@ -8,30 +8,14 @@ cacheable; a view that sets Cache-Control itself (the admin's `never_cache`) kee
 
 from __future__ import annotations
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+
+from researchsite.middleware import request_middleware
 
 NO_STORE = "no-store"
 
 
-def no_store_middleware(get_response):
-    if iscoroutinefunction(get_response):
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            response = await get_response(request)
-            response.setdefault("Cache-Control", NO_STORE)
-            return response
-
-        markcoroutinefunction(middleware)
-    else:
-
-        def middleware(request: HttpRequest) -> HttpResponse:
-            response = get_response(request)
-            response.setdefault("Cache-Control", NO_STORE)
-            return response
-
-    return middleware
-
-
-no_store_middleware.sync_capable = True
-no_store_middleware.async_capable = True
+@request_middleware
+def no_store_middleware(request: HttpRequest):
+    response = yield
+    response.setdefault("Cache-Control", NO_STORE)

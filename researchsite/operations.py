@@ -17,15 +17,19 @@ database is down.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import ipaddress
 import json
 import logging
 import os
+from ipaddress import IPv4Network, IPv6Network
 
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
+
+IPNetwork = IPv4Network | IPv6Network
 
 OK = "ok"
 UNREACHABLE = "unreachable"
@@ -123,13 +127,19 @@ def _metrics_allowed(scope) -> bool:
         address = ipaddress.ip_address(client[0])
     except ValueError:
         return False
-    for allowed in settings.METRICS_ALLOWED_IPS:
+    return any(address in network for network in _networks(tuple(settings.METRICS_ALLOWED_IPS)))
+
+
+@functools.cache
+def _networks(allowed: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    """METRICS_ALLOWED_IPS read once (per value: a test may change it), a bad entry said once."""
+    networks = []
+    for entry in allowed:
         try:
-            if address in ipaddress.ip_network(allowed, strict=False):
-                return True
+            networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:
-            logger.error("METRICS_ALLOWED_IPS: %r is not an address or a network", allowed)
-    return False
+            logger.error("METRICS_ALLOWED_IPS: %r is not an address or a network", entry)
+    return tuple(networks)
 
 
 def metrics_text() -> tuple[bytes, str]:

@@ -12,6 +12,7 @@ import secrets
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp.constants import NONE, SELF, UNSAFE_HASHES
@@ -56,6 +57,15 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and response.
+    "researchsite.logs.request_id_middleware",
+    # Under /api/ every error is JSON {"detail": ...}: an unknown route, a refused host, a crash.
+    "chats.api.errors.api_json_errors_middleware",
+    # A client address that is not an IP address (a proxy passed on a forged header) is
+    # answered 400 before anything stores it (researchsite/lockout.py).
+    "researchsite.lockout.client_address_middleware",
+    # Pages and downloads carry `Cache-Control: no-store` unless their view sets its own.
+    "researchsite.no_store.no_store_middleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -64,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "allauth.account.middleware.AccountMiddleware",  # single sign-on's flow (researchsite/sso.py)
     "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lock-out page
 ]
 
@@ -279,16 +290,48 @@ WS_MAX_QUEUED_FRAMES = env.int("WS_MAX_QUEUED_FRAMES", default=500)
 AGENT_MAX_CONCURRENT_TURNS = env.int("AGENT_MAX_CONCURRENT_TURNS", default=3)
 
 # --- Logging --------------------------------------------------------------------------------
+# "json": every log line (Django's and uvicorn's too) is one JSON object (researchsite/logs.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOG_FORMATTERS = {
+    "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    "json": {"()": "researchsite.logs.json_formatter"},
+}
+# Every line goes through the one console handler, which adds the turn's or request's ids and
+# then masks the configured secrets in the line and its traceback (chats/agent/redaction.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "filters": {
+        "context": {"()": "researchsite.logs.ContextFilter"},
+        "redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"},
+    },
+    "formatters": {LOG_FORMAT: LOG_FORMATTERS[LOG_FORMAT]},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context", "redact_secrets"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        "httpx": {"level": "WARNING"},
-        "httpcore": {"level": "WARNING"},
+        # Request options and connection chatter at DEBUG and INFO: the HTTP clients and the
+        # providers' SDKs (openai, anthropic) speak only of what went wrong.
+        **{
+            name: {"level": "WARNING"}
+            for name in ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "anthropic")
+        },
         "axes": {"level": "WARNING"},  # failed sign-ins and lock-outs, not its start-up chatter
+        # uvicorn configures handlers of its own for its loggers, which would write plain text
+        # and mask nothing: its lines go through the console handler instead. Its access log
+        # stays off (researchsite/serve.py; the proxy logs requests).
+        **{
+            name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
+            for name in ("uvicorn", "uvicorn.error")
+        },
     },
 }
 
@@ -305,39 +348,36 @@ ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-6")
 ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)  # the API requires one
-# The SDKs log request options at DEBUG; keep them quiet like httpx.
-LOGGING["loggers"].update(
-    {name: {"level": "WARNING"} for name in ("openai", "anthropic", "httpx2", "httpcore2")}
-)
 
 # --- Workflows ------------------------------------------------------------------------------
 # POST /v1/workflow/execute next to the research agent (docs/PROTOCOL.md, "Workflows"). Empty:
-# derived from RESEARCH_AGENT_URL when used (chats/run/workflows.py), so a test or a deploy that
-# moves the agent moves its workflows with it.
+# derived from RESEARCH_AGENT_URL when used (chats/agent/providers/__init__.py, `workflow_url`),
+# so a test or a deploy that moves the agent moves its workflows with it.
 WORKFLOW_URL = env.str("WORKFLOW_URL", default="")
-DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"
+DEMO_WORKFLOW_PATH = "/demo-agent/v1/workflow/execute"  # where researchsite/asgi.py mounts it
 # Template ids the Workflows page offers, comma-separated (besides the user's saved templates).
 WORKFLOW_TEMPLATE_IDS = env.list("WORKFLOW_TEMPLATE_IDS", default=[])
+# The templates the agent has built in, by id: the name the Workflows page shows and the inputs
+# its form asks for. Here, where the site is put together, the demo agent's, when it is mounted
+# (researchsite/asgi.py): nothing in chats/ knows the demo agent.
+WORKFLOW_BUILTIN_TEMPLATES: dict[str, dict[str, Any]] = {}
+if DEMO_AGENT_ENABLED:
+    from demo_agent.workflows import BUILTIN_TEMPLATES as demo_templates
+
+    WORKFLOW_BUILTIN_TEMPLATES = {
+        tid: {"name": template.name, "inputs": list(template.inputs)}
+        for tid, template in demo_templates.items()
+    }
 # How often a dropped workflow stream is resumed with its execution_id before the turn gives up.
 WORKFLOW_MAX_RESUMES = env.int("WORKFLOW_MAX_RESUMES", default=3)
 # False makes the demo agent refuse `model_name: pro` with a 403, to try that path offline.
 DEMO_AGENT_PRO_ENTITLED = env.bool("DEMO_AGENT_PRO_ENTITLED", default=True)
 
-# --- Secrets in logs, client addresses, sign-in throttling, private responses ---------------
-# Every log line and traceback has the configured secrets masked (chats/agent/redaction.py).
-LOGGING["filters"] = {"redact_secrets": {"()": "chats.agent.redaction.RedactSecretsFilter"}}
-LOGGING["handlers"]["console"]["filters"] = ["redact_secrets"]
-# uvicorn logs an application's exceptions through handlers of its own, not the console above.
-LOGGING["loggers"]["uvicorn.error"] = {"filters": ["redact_secrets"]}
+# --- Client addresses, sign-in throttling ---------------------------------------------------
 # The proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (comma-separated addresses,
 # uvicorn's setting of the same name; `*` for any). Empty: none, so no header a client writes
 # changes the address sign-in lock-outs count by (researchsite/serve.py).
 FORWARDED_ALLOW_IPS = env.str("FORWARDED_ALLOW_IPS", default="")
-# A request whose client address is not an IP address (a proxy passed on a forged header) is
-# answered 400 before anything stores that address.
-MIDDLEWARE.insert(0, "researchsite.lockout.client_address_middleware")
-# Pages and downloads carry `Cache-Control: no-store` unless their view sets its own.
-MIDDLEWARE.insert(1, "researchsite.no_store.no_store_middleware")
 # Failed sign-ins for one username from all addresses together before that username is locked
 # out (for LOGIN_LOCKOUT_MINUTES, like a username and address pair): guesses spread over many
 # addresses stop too. Higher than LOGIN_FAILURE_LIMIT: anyone can spend it for a username.
@@ -364,6 +404,8 @@ SOURCE_FETCH_ENABLED = env.bool("SOURCE_FETCH_ENABLED", default=True)
 SOURCE_FETCH_ALLOWED_HOSTS = env.list("SOURCE_FETCH_ALLOWED_HOSTS", default=[])
 # A page fetched this recently is read from the cache (citations.SourcePage), not fetched again.
 SOURCE_FETCH_MAX_AGE_HOURS = env.float("SOURCE_FETCH_MAX_AGE_HOURS", default=24.0)
+# Pages one turn reads at most (the first cited); the others are "not read: over the limit".
+SOURCE_FETCH_MAX_PAGES_PER_TURN = env.int("SOURCE_FETCH_MAX_PAGES_PER_TURN", default=20)
 
 # --- Watches: re-running a question on a schedule ---------------------------------------------
 # django-tasks with its database backend keeps the queue in this database (chats/watch/tasks.py).
@@ -396,6 +438,42 @@ WEBHOOK_RETRY_SECONDS = env.list(
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)  # per attempt
 WEBHOOK_MAX_PER_USER = env.int("WEBHOOK_MAX_PER_USER", default=10)
 
+# --- Single sign-on (OpenID Connect) and teams -----------------------------------------------
+# django-allauth's `openid_connect` provider (researchsite/sso.py). With no OIDC_SERVER_URL the
+# login page is the password form alone, as without it.
+INSTALLED_APPS += [
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+]
+OIDC_SERVER_URL = env.str("OIDC_SERVER_URL", default="")  # the issuer; discovery below it
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
+# A claim listing the user's groups (e.g. "groups"): teams follow it at every sign-in.
+OIDC_TEAMS_CLAIM = env.str("OIDC_TEAMS_CLAIM", default="")
+# False: only superusers sign in with a password; everyone else through the identity provider.
+PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+# The provider's id in allauth's URLs: the redirect URI is /accounts/oidc/sso/login/callback/.
+OIDC_PROVIDER_ID = "sso"
+# The provider itself is built from the OIDC_* settings (researchsite.sso, `list_apps`).
+SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"OAUTH_PKCE_ENABLED": True}}
+ACCOUNT_ADAPTER = "researchsite.sso.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "researchsite.sso.SocialAccountAdapter"
+# An account is found by the provider's subject only: never by an e-mail address, which a user
+# may be able to set at the provider to anyone's.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
+ACCOUNT_UNIQUE_EMAIL = False  # so a first sign-in never stops at a form over a shared address
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"  # the provider vouches for its users
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_REQUIRED = False
+SOCIALACCOUNT_STORE_TOKENS = False  # the site calls nothing of the provider after sign-in
+SOCIALACCOUNT_LOGIN_ON_GET = False  # the login button POSTs (CSRF-checked)
+ACCOUNT_LOGOUT_REDIRECT_URL = "login"
+
 # --- Usage and cost ---------------------------------------------------------------------------
 # Each finished turn's tokens are priced from the price table (chats/usage/prices.py) and kept
 # (chats/usage/). MODEL_PRICES (inline JSON, or the path of a JSON file) adds or overrides prices:
@@ -423,7 +501,7 @@ def _monthly_limit(name: str, kind: type[int] | type[Decimal]) -> int | Decimal 
 USAGE_MONTHLY_LIMIT_TOKENS = _monthly_limit("USAGE_MONTHLY_LIMIT_TOKENS", int)
 USAGE_MONTHLY_LIMIT_COST = _monthly_limit("USAGE_MONTHLY_LIMIT_COST", Decimal)
 
-# --- Operations: health, readiness, metrics, structured logs, graceful shutdown --------------
+# --- Operations: health, readiness, metrics, graceful shutdown -------------------------------
 # /healthz, /readyz and /metrics are served by researchsite/operations.py (see docs/DEPLOY.md).
 # METRICS_ENABLED=false records nothing and /metrics answers 404 (the benchmarks' "off").
 METRICS_ENABLED = env.bool("METRICS_ENABLED", default=True)
@@ -436,31 +514,3 @@ READINESS_TIMEOUT_SECONDS = env.float("READINESS_TIMEOUT_SECONDS", default=3.0)
 # On SIGTERM a worker closes its pages' sockets (they reconnect elsewhere) and lets its running
 # turns finish for up to this long before ending the rest "interrupted" (chats/run/draining.py).
 SHUTDOWN_GRACE_SECONDS = env.float("SHUTDOWN_GRACE_SECONDS", default=600.0)
-# "json": every log line (Django's and uvicorn's too) is one JSON object (researchsite/logs.py).
-LOG_FORMAT = env.str("LOG_FORMAT", default="text")
-if LOG_FORMAT not in ("text", "json"):
-    raise ImproperlyConfigured(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
-# The turn's or request's ids first, then the secrets masked (chats/agent/redaction.py).
-LOGGING["filters"]["context"] = {"()": "researchsite.logs.ContextFilter"}
-LOGGING["handlers"]["console"]["filters"] = ["context", "redact_secrets"]
-if LOG_FORMAT == "json":
-    LOGGING["formatters"]["json"] = {"()": "researchsite.logs.json_formatter"}
-    LOGGING["handlers"]["console"]["formatter"] = "json"
-# uvicorn's loggers write through the same handler (its own would write plain text), so its
-# error log is masked too. Its access log stays as uvicorn sets it: off in researchsite/serve.py
-# (the proxy logs requests).
-LOGGING["loggers"].update(
-    {
-        name: {
-            "handlers": ["console"],
-            "filters": ["redact_secrets"],
-            "level": LOGGING["root"]["level"],
-            "propagate": False,
-        }
-        for name in ("uvicorn", "uvicorn.error")
-    }
-)
-# Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and its response.
-MIDDLEWARE.insert(0, "researchsite.logs.request_id_middleware")
-# Under /api/ every error is JSON {"detail": ...}: an unknown route, a refused host, a crash.
-MIDDLEWARE.insert(1, "chats.api.errors.api_json_errors_middleware")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
+
+from tests.waiting import wait_until_sync
 
 
 def free_port() -> int:
@@ -42,11 +43,9 @@ def serve_asgi(app, *, lifespan: str = "off") -> Iterator[str]:
         target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"uvicorn-{port}"
     )
     thread.start()
-    deadline = time.monotonic() + 30  # a start-up may load provider SDKs (seconds under load)
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError(f"uvicorn did not start on port {port}")
-        time.sleep(0.01)
+    # A start-up may load provider SDKs (seconds under load).
+    wait_until_sync(lambda: server.started or not thread.is_alive(), timeout=30)
+    assert server.started, f"uvicorn did not start on port {port}"
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -28,6 +28,7 @@ from chats.agent.providers import BIGDATA, PROVIDERS
 from chats.answer.export import export_turns_markdown
 from chats.live.protocol import render_charts
 from chats.models import Chat, Turn, TurnEvent
+from citations.claims import CHECK_STATES, ClaimCheck
 from citations.models import AuditTrace, Reference, Source
 from citations.pages import page_problem_line
 from citations.references import PageRead
@@ -160,22 +161,20 @@ class ToolErrorFilter(admin.SimpleListFilter):
         return queryset
 
 
-class FiguresNotFoundFilter(admin.SimpleListFilter):
-    """Answers with a claim whose figure its source's passage does not contain."""
+class CheckStateFilter(admin.SimpleListFilter):
+    """Answers with a cited claim in a given state of the figure check ("figure not found")."""
 
     title = "figure check"
-    parameter_name = "figures"
+    parameter_name = "check"
 
     def lookups(self, request, model_admin):
-        return [("not_found", "has figures not found in source")]
+        return [(state, f"has a claim: {state}") for state in CHECK_STATES]
 
     def queryset(self, request, queryset):
-        if self.value() != "not_found":
+        if self.value() not in CHECK_STATES:
             return queryset
-        flagged = Reference.objects.filter(
-            turn=OuterRef("pk"), claim_check__status="figure_not_found"
-        )
-        return queryset.filter(Exists(flagged))
+        having = Reference.objects.filter(turn=OuterRef("pk"), claim_check__status=self.value())
+        return queryset.filter(Exists(having))
 
 
 class CitesSourceFilter(OneObjectFilter):
@@ -213,10 +212,21 @@ class ReferenceInline(ReviewOnlyInline):
         "audit_link",
         "is_valid",
         "problem",
+        "claim_state",
         "page_read",
     )
     readonly_fields = fields
     verbose_name_plural = "references (what supports each span of the answer)"
+
+    @admin.display(description="figure check")
+    def claim_state(self, reference: Reference) -> str:
+        """The state of the claim this reference supports, and why ("not read: HTTP 404")."""
+        if not reference.claim_check:
+            return "-"
+        check = ClaimCheck.from_dict(reference.claim_check)
+        if check.status in ("figure not found", "not read"):
+            return check.line
+        return f"{check.status}: {check.line}" if check.message else check.status
 
     @admin.display(description="cited page")
     def page_read(self, reference: Reference) -> str:
@@ -294,7 +304,7 @@ class TurnAdmin(ReviewOnlyAdmin):
         "created_at",
         "research_effort",
         ToolErrorFilter,
-        FiguresNotFoundFilter,
+        CheckStateFilter,
         CitesSourceFilter,
     )
     search_fields = ("question", "answer_text")

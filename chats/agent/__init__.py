@@ -3,19 +3,21 @@
 What it offers the rest of the site:
 
 - **Opening a turn's stream**: `chats.agent.providers.open_stream` opens the chat's agent for one
-  question and yields typed events; `agent_choices`, `default_agent` and `agent_label` say which
-  agents are offered. Each provider has a module in `chats.agent.providers`: an adapter for its
-  stream and a client, over its official SDK where one exists. The Research Agent's request
-  (`AgentRequest`, its continuity fields) and client (`AgentStream`) are in
-  `chats.agent.providers.bigdata`.
+  request (`chats.agent.request.AgentRequest`: a question, or a Workflows run of the Research
+  Agent) and yields typed events; `agent_choices`, `default_agent`, `agent_label` and
+  `agent_name` say which agents are offered and how they are named. Each provider has a module
+  in `chats.agent.providers`: an adapter for its stream and a client, over its official SDK
+  where one exists; every client takes the same request and settings (`AgentSettings`).
 - **Typed events** (`chats.agent.events`): every provider's stream becomes the same events, and
-  GROUNDING becomes `citations.references.Citation`s. Nothing past this package reads a
-  provider's JSON. `chats.agent.transcript.Transcript` folds events into an answer.
+  GROUNDING becomes `citations.references.Citation`s. Nothing past `chats.agent.providers` reads
+  a provider's JSON. `chats.agent.logged_events` reads the event log's rows back,
+  `chats.agent.transcript.Transcript` folds events into an answer.
 - **Question options** (`chats.agent.options`): what a question may ask for, checked, and the
   request fields they become.
 - **Failures**: `AgentError`, with the user's message (never a secret) and a kind (http,
-  unreachable, stalled, dropped, agent); 429, 5xx and connection failures are retried before the
-  first event only (`chats.agent.providers.attempts`).
+  unreachable, stalled, dropped, agent, cannot_continue); 429, 5xx and connection failures are
+  retried before the first event only (`chats.agent.providers.attempts`); `stalled` words an
+  agent's silence, whoever notices it, and `subject` starts a sentence with an agent's name.
 - **The connections**: `http_transport` is the transport of every streamed call, over this
   event loop's pool (`ssl_context`: one TLS context for all); `close_http_sessions` closes the
   pool (the server's shutdown does); `stream_timeout` is a streamed answer's timeouts.
@@ -30,7 +32,17 @@ from chats.agent._http import (
     close_http_sessions,
     http_transport,
     ssl_context,
+    stalled,
     stream_timeout,
+    subject,
 )
 
-__all__ = ["AgentError", "close_http_sessions", "http_transport", "ssl_context", "stream_timeout"]
+__all__ = [
+    "AgentError",
+    "close_http_sessions",
+    "http_transport",
+    "ssl_context",
+    "stalled",
+    "stream_timeout",
+    "subject",
+]

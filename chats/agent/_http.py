@@ -83,8 +83,22 @@ class Upstream:
 
     @property
     def subject(self) -> str:
-        """The name at the start of a sentence ("The research agent"; "xAI" stays as it is)."""
-        return "The" + self.name[3:] if self.name.startswith("the ") else self.name
+        return subject(self.name)
+
+
+def subject(name: str) -> str:
+    """A name said mid-sentence ("the research agent", "xAI") as a sentence's start ("The
+    research agent"; "xAI" stays as it is)."""
+    return "The" + name[3:] if name.startswith("the ") else name
+
+
+def stalled(name: str, seconds: float) -> AgentError:
+    """An agent fell silent mid-answer for `seconds`: one wording, whoever noticed (the client's
+    read timeout, an SDK's, the run's own idle limit). `name` is said mid-sentence."""
+    return AgentError(
+        f"{subject(name)} sent nothing for {seconds:g} s, so the answer was cut off.",
+        kind="stalled",
+    )
 
 
 def refused(upstream: Upstream, status: int, detail: str, *, bad_key: bool = False) -> AgentError:

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from chats.agent.json_values import as_dict, as_offset, is_int, objects
 from citations.references import Citation, ToolCall
 
 AGENT_ERROR = "The research agent reported an error."
@@ -194,17 +195,10 @@ KNOWN_TYPES = (
 
 
 def event_from_data(data: Any) -> AgentEvent | None:
-    """Read an event back from our schema (`AgentEvent.data`), as the event log stored it."""
+    """Read an event back from our schema (`AgentEvent.data`). The event log's rows, some of
+    which predate the schema, are read by `chats.agent.logged_events.logged_event`."""
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) or not data["type"]:
         return None
-    kind = data["type"]
-    if (kind == "GROUNDING" and "citations" not in data) or (
-        kind == "AUDIT" and "tool_calls" not in data
-    ):
-        # Logged before events had a schema of their own: the Bigdata message as received.
-        from chats.agent.providers.bigdata import event_from_message
-
-        return event_from_message(data)
     chat_id = data.get("chat_id")
     return event_from_fields(data, chat_id=chat_id if isinstance(chat_id, str) else None)
 
@@ -223,9 +217,8 @@ def event_from_fields(
     common = {"chat_id": chat_id, "raw": raw}
     match kind:
         case "PLANNING":
-            plan = data.get("plan")
-            plan = plan if isinstance(plan, dict) else {}
-            steps = [s for s in _list(plan.get("steps")) if isinstance(s, dict)]
+            plan = as_dict(data.get("plan"))
+            steps = objects(plan.get("steps"))
             return PlanningEvent(
                 title=_text(plan.get("title")),
                 steps=tuple(
@@ -237,17 +230,16 @@ def event_from_fields(
         case "THINKING":
             return ThinkingEvent(content=_text(data.get("content")), **common)
         case "ACTION":
-            arguments = data.get("tool_arguments")
             return ActionEvent(
                 tool_name=_text(data.get("tool_name")),
-                tool_arguments=arguments if isinstance(arguments, dict) else {},
+                tool_arguments=as_dict(data.get("tool_arguments")),
                 **common,
             )
         case "AUDIT":
-            calls = [c for c in _list(data.get("tool_calls")) if isinstance(c, dict)]
+            calls = objects(data.get("tool_calls"))
             return AuditEvent(tool_calls=tuple(ToolCall.from_data(c) for c in calls), **common)
         case "GROUNDING":
-            items = [c for c in _list(data.get("citations")) if isinstance(c, dict)]
+            items = objects(data.get("citations"))
             return GroundingEvent(citations=tuple(Citation.from_data(c) for c in items), **common)
         case "STRUCTURED_OUTPUT":
             return StructuredOutputEvent(content=data.get("content"), **common)
@@ -259,8 +251,8 @@ def event_from_fields(
                 vega_lite_spec=data.get("vega_lite_spec"),
                 caption=_text(data.get("caption")),
                 data_points=data.get("data_points"),
-                start=_offset(data.get("start")),
-                end=_offset(data.get("end")),
+                start=as_offset(data.get("start")),
+                end=as_offset(data.get("end")),
                 sanitized=sanitized
                 if isinstance(sanitized := data.get("sanitized"), dict)
                 else None,
@@ -275,7 +267,7 @@ def event_from_fields(
         case "ERROR":
             return ErrorEvent(error=_text(data.get("error")) or AGENT_ERROR, **common)
         case "COMPLETE":
-            consumption = [c for c in _list(data.get("consumption")) if isinstance(c, dict)]
+            consumption = objects(data.get("consumption"))
             return CompleteEvent(
                 checkpoint_id=_text(data.get("checkpoint_id")),
                 consumption=tuple(consumption),
@@ -285,19 +277,11 @@ def event_from_fields(
             lines = data.get("lines")
             return SkippedEvent(
                 notice=_text(data.get("notice")),
-                lines=lines if isinstance(lines, int) and not isinstance(lines, bool) else 1,
+                lines=lines if is_int(lines) else 1,
                 **common,
             )
     payload = {k: v for k, v in data.items() if k not in {"type", "chat_id"}}
     return UnknownEvent(type=kind, payload=payload, **common)
-
-
-def _offset(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _text(value: Any) -> str:

@@ -36,6 +36,7 @@ SECRET_SETTINGS = (
     "DEMO_AGENT_TOKEN",
     "DEMO_AGENT_SECRET",
     "SECRET_KEY",
+    "OIDC_CLIENT_SECRET",  # sent to the identity provider's token endpoint
 )
 # Shorter values are not masked: a three-letter "secret" would mask ordinary words.
 MIN_SECRET_CHARS = 8

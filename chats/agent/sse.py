@@ -248,11 +248,7 @@ def _utf8_size(text: str) -> int:
 class EventParser:
     """Read SSE lines one at a time into one adapter's events; count what had to be skipped."""
 
-    def __init__(self, adapter: StreamAdapter | None = None) -> None:
-        if adapter is None:
-            from chats.agent.providers.bigdata import BigdataAdapter
-
-            adapter = BigdataAdapter()
+    def __init__(self, adapter: StreamAdapter) -> None:
         self.adapter = adapter
         self.unreadable_lines = 0
         self._event_name = ""
@@ -312,7 +308,7 @@ class StreamReader:
 
     def __init__(
         self,
-        adapter: StreamAdapter | None = None,
+        adapter: StreamAdapter,
         *,
         max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
         json_lines: bool = False,
@@ -371,7 +367,7 @@ def iter_events(text: str, reader: StreamReader) -> Iterator[AgentEvent]:
 
 
 def parse_sse_text(
-    text: str, adapter: StreamAdapter | None = None, *, json_lines: bool = False
+    text: str, adapter: StreamAdapter, *, json_lines: bool = False
 ) -> tuple[list[AgentEvent], int]:
     """Return the events of a whole body and the number of malformed lines skipped."""
     reader = StreamReader(adapter, json_lines=json_lines)

@@ -22,8 +22,8 @@ from chats.agent.events import (
     SkippedEvent,
     StructuredOutputEvent,
     ToolErrorEvent,
-    event_from_data,
 )
+from chats.agent.logged_events import logged_event
 from citations.references import Citation, ToolCall
 
 
@@ -95,4 +95,4 @@ class Transcript:
     @classmethod
     def from_log(cls, rows: Iterable[dict[str, Any]]) -> Transcript:
         """Rebuild from the event log (`TurnEvent.data`, our event schema)."""
-        return cls.from_events(e for data in rows if (e := event_from_data(data)) is not None)
+        return cls.from_events(e for data in rows if (e := logged_event(data)) is not None)

@@ -47,15 +47,18 @@ def _structured_output(turn: Turn) -> str:
 
 
 def _checks(cited: CitedAnswer) -> str:
-    """Return the figure check as a quoted note under the answer, or "" when nothing was checked."""
+    """Return the figure check as a quoted note under the answer: the summary, each claim's
+    state (the names the JSON export carries) and why, and each page not read; "" when nothing
+    is cited."""
     summary = checks_summary(cited)
     if not summary:
         return ""
     lines = [f"> Figure check: {summary}{'' if summary.endswith('…') else '.'}"]
     for claim in cited.claims:
-        if claim.is_flagged:
+        if claim.check is not None and not summary.endswith("…"):
             text = " ".join(cited.answer[claim.start : claim.end].split())
-            lines.append(f"> - “{text}”: {claim.check.message}.")
+            why = f" ({claim.check.message})" if claim.check.message else ""
+            lines.append(f"> - {claim.check.status}: “{text}”{why}")
     for source in cited.sources:
         read = cited.pages.get(source.key)
         if read is not None and read.problem:

@@ -11,17 +11,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from http import HTTPStatus
 
-from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils.decorators import sync_and_async_middleware
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from chats.errors import ErrorCode, RequestRefused
 from chats.library.services import LibraryError
+from researchsite.middleware import request_middleware
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ REFUSAL_STATUS: dict[str, int] = {
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.TOO_MANY_SOCKETS: 429,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.READ_ONLY: 403,  # a chat shared with the user's team: read, never written
     ErrorCode.BAD_FRAME: 400,
     ErrorCode.UNAUTHENTICATED: 401,
     ErrorCode.LOGGED_OUT: 401,
@@ -100,40 +101,26 @@ _MESSAGES = {
 }
 
 
-@sync_and_async_middleware
-def api_json_errors_middleware(get_response):
-    """Under /api/, an error response that is not JSON yet becomes `{"detail": "..."}`."""
-
-    def as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if (
-            not request.path.startswith(API_PREFIX)
-            or response.status_code < 400
-            or response.streaming
-            or response.get("Content-Type", "").startswith("application/json")
-        ):
-            return response
-        status = response.status_code
-        if status == 405:
-            message = f"This endpoint does not take {request.method}."
-        else:
-            message = _MESSAGES.get(status) or _phrase(status)
-        converted = detail(message, status)
-        for header in ("Allow", "Retry-After", "WWW-Authenticate", "X-Request-ID"):
-            if header in response:
-                converted[header] = response[header]
-        return converted
-
-    if iscoroutinefunction(get_response):
-
-        async def middleware(request):
-            return as_json(request, await get_response(request))
-
+@request_middleware
+def api_json_errors_middleware(request: HttpRequest):
+    """Under /api/, an error response that is not JSON yet gets the body `{"detail": "..."}`."""
+    response = yield
+    if (
+        not request.path.startswith(API_PREFIX)
+        or response.status_code < 400
+        or response.streaming
+        or response.get("Content-Type", "").startswith("application/json")
+    ):
+        return
+    status = response.status_code
+    if status == 405:
+        message = f"This endpoint does not take {request.method}."
     else:
-
-        def middleware(request):
-            return as_json(request, get_response(request))
-
-    return middleware
+        message = _MESSAGES.get(status) or _phrase(status)
+    response.content = json.dumps({"detail": message}).encode()
+    response["Content-Type"] = "application/json"
+    if response.has_header("Content-Length"):
+        response["Content-Length"] = str(len(response.content))
 
 
 def _phrase(status: int) -> str:

@@ -45,7 +45,7 @@ from chats.loop.per_loop import PerLoop
 from chats.models import Chat, Turn
 from chats.run.asks import ask_start
 from chats.run.registry import run_ended
-from chats.selectors import chat_find_for_user, turn_get
+from chats.selectors import chat_find_readable, turn_get
 from chats.services import TurnAsk, chat_create
 
 CALLER = "researchsite.api_token"  # where McpGate leaves the caller's token in the scope
@@ -94,9 +94,11 @@ async def research(
 def _chat_for(owner, agent: str | None, chat_id: int | None) -> Chat:
     """The caller's chat to continue, or a new one answered by `agent`."""
     if chat_id is not None:
-        chat = chat_find_for_user(user=owner, chat_id=chat_id)
+        chat = chat_find_readable(user=owner, chat_id=chat_id)
         if chat is None:
             raise ToolError(f"You have no chat {chat_id}.")
+        if chat.owner_id != owner.pk:
+            raise ToolError(f"Chat {chat_id} is shared with you to read: ask in a chat of yours.")
         if agent and agent != chat.provider:
             raise ToolError(f"Chat {chat_id} is answered by {chat.provider!r}, not {agent!r}.")
         return chat

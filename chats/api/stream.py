@@ -37,7 +37,7 @@ from chats.live.relay import RelayFrame, get_relay
 from chats.loop.database_thread import on_database_thread
 from chats.models import Turn
 from chats.run.cards import turn_card_frame
-from chats.selectors import turn_events_after, turn_get, turn_get_for_user
+from chats.selectors import turn_events_after, turn_get, turn_get_readable
 
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = "keepalive"  # an outbox item: time to say something on a quiet stream
@@ -93,8 +93,9 @@ def _last_event_id(header: str | None) -> int:
 
 
 def _open(*, user, turn_id: int, slot: str) -> Turn:
-    """The user's turn (else 404), with a live connection counted for the stream (else 429)."""
-    turn = turn_get_for_user(user=user, turn_id=turn_id)
+    """A turn the user may read (their own, or their team's: else 404), with a live connection
+    counted for the stream (else 429)."""
+    turn = turn_get_readable(user=user, turn_id=turn_id)
     _open_slot(user=user, slot=slot)
     return turn
 

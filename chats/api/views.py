@@ -2,7 +2,8 @@
 at /api/v1/openapi.json and browsable docs at /api/v1/docs).
 
 Endpoints stay thin: reads through the selectors the pages use (a chat or turn of another user
-is a 404, as on its page), writes through the services the pages use, turns started through
+is a 404, as on its page; one shared with the user's team is read as its page reads it), writes
+through the services the pages use, and only on the user's own chats, turns started through
 `chats.run.asks.ask_start` as a page's ask is; their database work on the process's database
 thread, as a page's socket's (`chats.loop.database_thread`). docs/API.md describes each endpoint.
 """
@@ -20,6 +21,7 @@ from chats.api.errors import install_handlers
 from chats.api.models import ApiToken
 from chats.api.selectors import api_token_is_usable
 from chats.api.turns import chat_detail_json, chat_json, turn_json
+from chats.errors import ErrorCode, RequestRefused
 from chats.library.search import chat_search_for_user
 from chats.library.selectors import chat_list_query_for_user
 from chats.library.services import chat_archive, chat_delete, chat_pin, chat_rename
@@ -28,7 +30,7 @@ from chats.loop.database_thread import on_database_thread
 from chats.models import Chat, Turn
 from chats.run.asks import ask_start
 from chats.run.registry import request_stop, run_ended
-from chats.selectors import chat_get_for_user, turn_get_for_user
+from chats.selectors import chat_get_readable, turn_get_readable
 from chats.services import TurnAsk, chat_create
 from chats.webhooks.models import WebhookEndpoint
 from chats.webhooks.selectors import (
@@ -59,6 +61,18 @@ install_handlers(api)
 ERRORS = {400: schemas.Detail, 401: schemas.Detail, 403: schemas.Detail, 429: schemas.Detail}
 MISSING = {**ERRORS, 404: schemas.Detail}
 LIMITS = {**MISSING, 409: schemas.Detail, 503: schemas.Detail}
+
+
+READ_ONLY = "This chat is shared with you to read: ask in a chat of your own."
+
+
+def chat_to_change(*, user, chat_id: int) -> Chat:
+    """A chat the token's user may change: their own. One shared with their team is theirs to
+    read only (403); any other does not exist for them (404). Database thread."""
+    chat = chat_get_readable(user=user, chat_id=chat_id)
+    if chat.owner_id != user.pk:
+        raise RequestRefused(READ_ONLY, ErrorCode.READ_ONLY)
+    return chat
 
 
 def owner(request: HttpRequest):
@@ -126,7 +140,7 @@ async def chat(request: HttpRequest, chat_id: int):
     """The chat, every turn of it, and the branch its page shows."""
 
     def read() -> dict:
-        return chat_detail_json(request, chat_get_for_user(user=owner(request), chat_id=chat_id))
+        return chat_detail_json(request, chat_get_readable(user=owner(request), chat_id=chat_id))
 
     return await on_database_thread(read)
 
@@ -136,7 +150,7 @@ async def chat_update(request: HttpRequest, chat_id: int, body: schemas.ChatPatc
     """Rename, pin or archive the chat (only the fields sent change)."""
 
     def update() -> Chat:
-        found = chat_get_for_user(user=owner(request), chat_id=chat_id)
+        found = chat_to_change(user=owner(request), chat_id=chat_id)
         if body.title is not None:
             chat_rename(chat=found, title=body.title)  # LibraryError: a 400
         if body.pinned is not None:
@@ -153,7 +167,7 @@ async def chat_remove(request: HttpRequest, chat_id: int):
     """Delete the chat with its turns, answers and share links."""
 
     def delete() -> None:
-        chat_delete(chat=chat_get_for_user(user=owner(request), chat_id=chat_id))
+        chat_delete(chat=chat_to_change(user=owner(request), chat_id=chat_id))
 
     await on_database_thread(delete)
     return Status(204, None)
@@ -207,7 +221,7 @@ async def turn_new(
         frame["options"] = body.options.model_dump(exclude_none=True)
     asked = parse_client_frame(frame)  # the page's rules; a refusal is a 400
     token: ApiToken = request.auth
-    chat = await on_database_thread(chat_get_for_user, user=token.owner, chat_id=chat_id)
+    chat = await on_database_thread(chat_to_change, user=token.owner, chat_id=chat_id)
     ask = TurnAsk(
         chat=chat,
         question=asked.message,
@@ -234,7 +248,7 @@ async def turn_new(
 
 
 def _turn_json(request: HttpRequest, turn_id: int) -> dict:
-    return turn_json(request, turn_get_for_user(user=owner(request), turn_id=turn_id))
+    return turn_json(request, turn_get_readable(user=owner(request), turn_id=turn_id))
 
 
 @api.get("/turns/{turn_id}", response={200: schemas.Turn, **MISSING}, auth=READ, tags=["turns"])
@@ -243,7 +257,7 @@ async def turn(request: HttpRequest, turn_id: int):
     charts, structured output, usage and options."""
 
     def read() -> dict:
-        return turn_json(request, turn_get_for_user(user=owner(request), turn_id=turn_id))
+        return turn_json(request, turn_get_readable(user=owner(request), turn_id=turn_id))
 
     return await on_database_thread(read)
 
@@ -281,7 +295,9 @@ async def turn_events(request: HttpRequest, turn_id: int) -> HttpResponse:
 )
 async def turn_stop(request: HttpRequest, turn_id: int):
     """Stop the turn, keeping what was written (as the page's Stop does)."""
-    found = await on_database_thread(turn_get_for_user, user=owner(request), turn_id=turn_id)
+    found = await on_database_thread(turn_get_readable, user=owner(request), turn_id=turn_id)
+    if found.chat.owner_id != owner(request).pk:
+        raise RequestRefused(READ_ONLY, ErrorCode.READ_ONLY)
     if found.is_finished:
         raise HttpError(409, f"This turn has ended already ({found.status}).")
     await request_stop(found.pk)

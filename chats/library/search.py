@@ -35,7 +35,7 @@ from django.utils.safestring import SafeString, mark_safe
 from chats.log_context import shared_task
 from chats.loop.batches import DATABASE_FAILING
 from chats.loop.per_loop import PerLoop
-from chats.models import Chat, ChatSearchDocument, Turn
+from chats.models import Chat, ChatSearchDocument, TeamChatShare, Turn
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,8 @@ class ChatSearchResult:
     chat: Chat
     title_html: SafeString
     snippet_html: SafeString
+    # A chat another user shared with the searcher's teams: those teams' names.
+    team_names: tuple[str, ...] = ()
 
 
 def chat_search_index_update(*, chat_id: int) -> None:
@@ -368,7 +370,9 @@ def _clean(text: str) -> str:
 
 
 def chat_search_for_user(*, user, query: str, limit: int = RESULT_LIMIT) -> list[ChatSearchResult]:
-    """Return the user's chats matching every word of `query`, best first, with snippets."""
+    """Return the chats the user may read (theirs, and those shared with their teams: the
+    rule of `ChatQuerySet.readable_by`) matching every word of `query`, best first, with
+    snippets; a team's chat says which teams."""
     terms = _TERM.findall(query.lower())[:MAX_QUERY_TERMS]
     if not terms or not user.is_authenticated:
         return []
@@ -382,18 +386,33 @@ def chat_search_for_user(*, user, query: str, limit: int = RESULT_LIMIT) -> list
     else:
         rows = _search_sqlite(user_id=user.pk, terms=terms, limit=limit)
     chats = Chat.objects.in_bulk([chat_id for chat_id, _, _ in rows])
+    teams = _team_names(user=user, chat_ids=[c.pk for c in chats.values() if c.owner_id != user.pk])
     return [
-        ChatSearchResult(chats[chat_id], _marked_html(title), _marked_html(snippet))
+        ChatSearchResult(
+            chats[chat_id], _marked_html(title), _marked_html(snippet), teams.get(chat_id, ())
+        )
         for chat_id, title, snippet in rows
         if chat_id in chats
     ]
+
+
+def _team_names(*, user, chat_ids: list[int]) -> dict[int, tuple[str, ...]]:
+    """The teams of the user's that each of these chats is shared with."""
+    if not chat_ids:
+        return {}
+    shares = TeamChatShare.objects.filter(chat_id__in=chat_ids, team__memberships__user=user)
+    names: dict[int, tuple[str, ...]] = {}
+    for chat_id, name in shares.order_by("team__name").values_list("chat_id", "team__name"):
+        names[chat_id] = (*names.get(chat_id, ()), name)
+    return names
 
 
 def _search_postgresql(*, user_id: int, terms: list[str], limit: int) -> list[tuple]:
     # Terms are letters and digits only, so this raw tsquery cannot be malformed.
     tsquery = " & ".join([*terms[:-1], f"{terms[-1]}:*"])
     query = SearchQuery(tsquery, search_type="raw", config=SEARCH_CONFIG)
-    matches = ChatSearchDocument.objects.filter(chat__owner_id=user_id, search_vector=query)
+    readable = Chat.objects.readable_by(user_id).values("pk")
+    matches = ChatSearchDocument.objects.filter(chat_id__in=readable, search_vector=query)
     # Ordered by an expression, not the chat_id index: walking that index backwards would test
     # every document against the query (reading each tsvector) instead of asking the GIN index.
     newest = matches.order_by((F("chat_id") + 0).desc()).values_list("chat_id", flat=True)
@@ -438,19 +457,25 @@ def _postgresql_stem(term: str) -> str:
 
 
 # The FTS5 table is the one migration 0006_library made (its rowid is the chat's id); the
-# user's words travel as parameters. Ordered by FTS5's own `rank` column, FTS5 sorts the matches
-# itself and SQLite stops after LIMIT rows, so snippets are made for the page of results only.
-_SQLITE_WINDOW_START = (
-    "SELECT f.rowid FROM chats_chatsearchdocument_fts f JOIN chats_chat c ON c.id = f.rowid"
-    " WHERE chats_chatsearchdocument_fts MATCH %s AND c.owner_id = %s"
+# user's words travel as parameters. A chat is the user's, or shared with a team of theirs
+# (`ChatQuerySet.readable_by`, written here in SQL).
+_SQLITE_READABLE = (
+    "(c.owner_id = %s OR c.id IN (SELECT s.chat_id FROM chats_teamchatshare s"
+    " JOIN chats_teammembership m ON m.team_id = s.team_id WHERE m.user_id = %s))"
+)
+# Ordered by FTS5's own `rank` column, FTS5 sorts the matches itself and SQLite stops after LIMIT
+# rows, so snippets are made for the page of results only.
+_SQLITE_WINDOW_START = (  # constants only: the words are parameters
+    "SELECT f.rowid FROM chats_chatsearchdocument_fts f JOIN chats_chat c ON c.id = f.rowid"  # noqa: S608
+    f" WHERE chats_chatsearchdocument_fts MATCH %s AND {_SQLITE_READABLE}"
     " ORDER BY f.rowid DESC LIMIT 1 OFFSET %s"
 )
 _SQLITE_SEARCH = (
-    "SELECT f.rowid, highlight(chats_chatsearchdocument_fts, 0, %s, %s),"
+    "SELECT f.rowid, highlight(chats_chatsearchdocument_fts, 0, %s, %s),"  # noqa: S608
     " snippet(chats_chatsearchdocument_fts, 1, %s, %s, '…', 24)"
     " FROM chats_chatsearchdocument_fts f JOIN chats_chat c ON c.id = f.rowid"
     " WHERE chats_chatsearchdocument_fts MATCH %s AND f.rank MATCH 'bm25(10.0, 1.0)'"
-    " AND c.owner_id = %s AND f.rowid >= %s ORDER BY f.rank LIMIT %s"
+    f" AND {_SQLITE_READABLE} AND f.rowid >= %s ORDER BY f.rank LIMIT %s"
 )
 
 
@@ -459,9 +484,9 @@ def _search_sqlite(*, user_id: int, terms: list[str], limit: int) -> list[tuple]
     match = " ".join([*(f'"{t}"' for t in terms[:-1]), f'"{terms[-1]}"*'])
     marks = [_MARK_START, _MARK_END, _MARK_START, _MARK_END]
     with connection.cursor() as cursor:
-        cursor.execute(_SQLITE_WINDOW_START, [match, user_id, RANK_WINDOW - 1])
+        cursor.execute(_SQLITE_WINDOW_START, [match, user_id, user_id, RANK_WINDOW - 1])
         oldest = (cursor.fetchone() or [0])[0]
-        cursor.execute(_SQLITE_SEARCH, [*marks, match, user_id, oldest, limit])
+        cursor.execute(_SQLITE_SEARCH, [*marks, match, user_id, user_id, oldest, limit])
         return cursor.fetchall()
 
 

@@ -1,7 +1,8 @@
 """Pages of the library: search, archived chats, organising actions, shares and exports.
 
 Every action is a POST (CSRF-checked) on one of the user's own chats; another user's chat is a
-404, as on the chat page.
+404, as on the chat page. The exports read what the chat page reads: the user's chats and their
+teams' (`chat_get_readable`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from chats.answer.display import chat_heading, page_title
+from chats.form_replies import redirect_back, wants_json
 from chats.library.export import export_chat_json
 from chats.library.search import chat_search_for_user
 from chats.library.selectors import chat_archived_for_user, chat_share_get, chat_share_turns
@@ -29,7 +31,7 @@ from chats.library.services import (
     chat_share_revoke,
 )
 from chats.models import Chat, Turn
-from chats.selectors import chat_branch, chat_get_for_user
+from chats.selectors import chat_branch, chat_get_for_user, chat_get_readable
 
 
 @require_GET
@@ -56,12 +58,15 @@ def chat_rename_view(request: HttpRequest, chat_id: int) -> HttpResponse:
     try:
         chat_rename(chat=chat, title=request.POST.get("title", ""))
     except LibraryError as error:
-        if _wants_json(request):
+        if wants_json(request):
             return JsonResponse({"error": str(error)}, status=HTTPStatus.BAD_REQUEST)
         return HttpResponse(str(error), status=HTTPStatus.BAD_REQUEST, content_type="text/plain")
-    if _wants_json(request):
-        return JsonResponse({"ok": True, "title": chat.title})
-    return _back(request, chat_id)
+    if wants_json(request):
+        # Worded as the chat page's frames word it (chat.js and library.js show both alike).
+        return JsonResponse(
+            {"ok": True, "title": chat_heading(chat.title), "page_title": page_title(chat.title)}
+        )
+    return redirect_back(request, "chat_detail", chat_id=chat_id)
 
 
 @require_POST
@@ -69,7 +74,7 @@ def chat_rename_view(request: HttpRequest, chat_id: int) -> HttpResponse:
 def chat_pin_view(request: HttpRequest, chat_id: int) -> HttpResponse:
     chat = chat_get_for_user(user=request.user, chat_id=chat_id)
     chat_pin(chat=chat, pinned=request.POST.get("pinned") == "1")
-    return _back(request, chat_id)
+    return redirect_back(request, "chat_detail", chat_id=chat_id)
 
 
 @require_POST
@@ -78,8 +83,9 @@ def chat_archive_view(request: HttpRequest, chat_id: int) -> HttpResponse:
     chat = chat_get_for_user(user=request.user, chat_id=chat_id)
     archived = request.POST.get("archived") == "1"
     chat_archive(chat=chat, archived=archived)
-    # An archived chat left the main list: go back to it; unarchiving stays where it was done.
-    return redirect("chat_list") if archived else _back(request, chat_id)
+    if archived:  # it left the main list: go back to the list
+        return redirect("chat_list")
+    return redirect_back(request, "chat_detail", chat_id=chat_id)  # stay where it was done
 
 
 @require_POST
@@ -138,18 +144,6 @@ def chat_print(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 
 def _visible_branch(request: HttpRequest, chat_id: int) -> tuple[Chat, list[Turn]]:
-    """The user's chat (404 for anyone else's) and the turns of its visible branch."""
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    """A chat the user may read (404 for any other) and the turns of its visible branch."""
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
     return chat, [item.turn for item in chat_branch(chat=chat)]
-
-
-def _wants_json(request: HttpRequest) -> bool:
-    return request.headers.get("Accept") == "application/json"
-
-
-def _back(request: HttpRequest, chat_id: int) -> HttpResponse:
-    """Redirect to the page the action was taken on, if it is ours; else to the chat."""
-    target = request.POST.get("next", "")
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        return redirect(target)
-    return redirect("chat_detail", chat_id=chat_id)

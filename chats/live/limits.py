@@ -111,12 +111,12 @@ class FrameRate:
 
     ABUSE_SECONDS = 5
 
-    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate: float, clock: Callable[[], float] | None = None) -> None:
         self.rate = rate
-        self.clock = clock
+        self.clock = clock or time.monotonic  # looked up now: a test may set the module's clock
         self.tokens = rate
         self.patience = rate * self.ABUSE_SECONDS
-        self.updated = clock()
+        self.updated = self.clock()
 
     def allow(self) -> bool:
         """Return True when a frame may be handled now; otherwise count one refusal."""

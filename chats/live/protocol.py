@@ -37,8 +37,8 @@ from chats.agent.events import (
     SkippedEvent,
     ThinkingEvent,
     ToolErrorEvent,
-    event_from_data,
 )
+from chats.agent.logged_events import logged_event
 from chats.agent.options import OptionsError, QuestionOptions, parse_options
 from chats.answer import display
 from chats.answer.charts import chart_for_turn
@@ -293,6 +293,13 @@ class SessionEndMessage(TypedDict):
     type: Literal["session.end"]
 
 
+class AccessChangedMessage(TypedDict):
+    """User group only: a team or a share the user read chats through is gone; each socket
+    checks whether its chat is still readable, and closes if not."""
+
+    type: Literal["access.changed"]
+
+
 ChatFrame = TurnCardFrame | TurnEventsFrame | TurnNoticeFrame  # what a chat's pages are sent
 
 SERVER_FRAMES: dict[str, type] = {
@@ -306,6 +313,7 @@ SERVER_FRAMES: dict[str, type] = {
 INTERNAL_MESSAGES: dict[str, type] = {
     "turn.stop": TurnStopMessage,
     "session.end": SessionEndMessage,
+    "access.changed": AccessChangedMessage,
 }
 
 
@@ -348,6 +356,10 @@ def session_end() -> SessionEndMessage:
     return SessionEndMessage(type="session.end")
 
 
+def access_changed() -> AccessChangedMessage:
+    return AccessChangedMessage(type="access.changed")
+
+
 def event_view(seq: int, event: AgentEvent) -> EventView:
     """Return what the page needs of one event, live or replayed from the log."""
     view = EventView(seq=seq, type=event.type)
@@ -381,7 +393,7 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
 
 def stored_event_view(seq: int, data: dict[str, Any]) -> EventView:
     """The same view, for an event read back from the log."""
-    event = event_from_data(data)
+    event = logged_event(data)
     return event_view(seq, event) if event else EventView(seq=seq, type="UNKNOWN")
 
 

@@ -1,4 +1,5 @@
-"""Compare two versions of a turn: on the owner's chat, and on a share that holds both."""
+"""Compare two versions of a turn: on a chat the user may read (theirs, or their team's), and
+on a share that holds both."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from django.views.decorators.http import require_GET
 from chats.answer.compare import compare_turns, turn_versions, version_pair
 from chats.library.selectors import chat_share_get, chat_share_turns
 from chats.models import Turn
-from chats.selectors import chat_get_for_user
+from chats.selectors import chat_get_readable
 
 
 @require_GET
 @login_required
 def turn_compare(request: HttpRequest, chat_id: int, turn_id: int) -> HttpResponse:
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)  # a team's chat too
     turn = get_object_or_404(Turn, pk=turn_id, chat=chat)
     context = _comparison(request, turn_versions(turn=turn))
     context |= {"chat": chat, "back_url": reverse("chat_detail", args=[chat.pk])}

@@ -34,11 +34,17 @@ from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
 from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
-from chats.run.asks import ask_start
+from chats.run.asks import ask_start, session_check
 from chats.run.cards import turn_card_frames
 from chats.run.registry import request_stop
 from chats.run.rerun import rerun_ask
-from chats.selectors import chat_find_for_user, chat_turns_to_sync, turn_events_after, turn_in_chat
+from chats.selectors import (
+    chat_find_readable,
+    chat_is_readable,
+    chat_turns_to_sync,
+    turn_events_after,
+    turn_in_chat,
+)
 from chats.services import TurnAsk
 
 logger = logging.getLogger(__name__)
@@ -47,12 +53,17 @@ logger = logging.getLogger(__name__)
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
+READ_ONLY = (
+    "This chat is shared with you to read: “Continue in my chats” asks in a chat of your own."
+)
+ACCESS_ENDED = "This chat is no longer shared with you."
 
 
 def _open_page(user: Any, chat_id: int, channel_name: str) -> Chat | ErrorCode:
-    """The chat a page opens, with its socket counted, or why it may not (NOT_FOUND, or
-    TOO_MANY_SOCKETS at the user's limit). Database thread: one trip for both checks."""
-    chat = chat_find_for_user(user=user, chat_id=chat_id)
+    """The chat a page opens (the user's own, or their team's to read), with its socket
+    counted, or why it may not (NOT_FOUND, or TOO_MANY_SOCKETS at the user's limit). Database
+    thread: one trip for both checks."""
+    chat = chat_find_readable(user=user, chat_id=chat_id)
     if chat is None:
         return ErrorCode.NOT_FOUND
     limit = settings.WS_MAX_SOCKETS_PER_USER
@@ -96,6 +107,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     def start_page_state(self) -> None:
         """What a page holds before it is opened: no chat yet, nothing sent, an empty outbox."""
         self.chat = None
+        self.can_write = False
         self.groups_joined: list[str] = []
         self.counted = False
         self.cursors: dict[int, int] = {}
@@ -130,6 +142,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.counted = True
         get_socket_leases().hold(self.channel_name)
         self.chat = chat
+        self.can_write = chat.owner_id == user.pk  # a team's reader follows it, read-only
         self.groups_joined = [protocol.user_group(user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -192,7 +205,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             failed = "Something went wrong on our side. Try again."
             await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
 
+    def _require_owner(self) -> None:
+        if not self.can_write:
+            raise FrameError(READ_ONLY, ErrorCode.READ_ONLY)
+
     async def handle_ask(self, frame: Ask) -> None:
+        self._require_owner()
         ask = TurnAsk(
             chat=self.chat,
             question=frame.message,
@@ -205,12 +223,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def handle_rerun(self, frame: Rerun) -> None:
         """Ask a finished turn's question again, as it was asked (chats/run/rerun.py)."""
+        self._require_owner()
         # Refusals raise RequestRefused, which the frame loop answers as an error frame.
         ask = await database_sync_to_async(rerun_ask)(chat=self.chat, turn_id=frame.turn_id)
         await self._start(ask)
 
     async def _start(self, ask: TurnAsk) -> None:
-        started = await ask_start(ask, self._session_is_alive)  # refusals: RequestRefused
+        # The logout closes the socket through the user's group; the session check also holds
+        # when that message is lost or the socket is mid-close.
+        session_is_alive = session_check(self.scope.get("session"))
+        started = await ask_start(ask, session_is_alive)  # refusals: RequestRefused
         if started is None:  # the asker's session has ended
             await self.session_end({})
             return
@@ -219,6 +241,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.cursors.setdefault(started.turn.turn.pk, 0)
 
     async def handle_stop(self, frame: Stop) -> None:
+        self._require_owner()
         owned = await database_sync_to_async(turn_in_chat)(
             turn_id=frame.turn_id, chat_id=self.chat.pk
         )
@@ -314,20 +337,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 self.cursors.pop(item.turn_id, None)
             await self.send(text_data=item.text)
 
-    def _session_is_alive(self) -> bool:
-        """Return False once the session this socket opened with has ended (a logout).
-
-        The logout closes the socket through the user's group; this check also holds when that
-        message is lost or the socket is mid-close. A scope without a session (tests that set
-        the user directly) has nothing to check. Database thread.
-        """
-        session = self.scope.get("session")
-        if session is None:
-            return True
-        key = session.session_key
-        return bool(key) and session.exists(key)
-
     # --- Messages from the user's group -------------------------------------------------
+
+    async def access_changed(self, message: dict[str, Any]) -> None:
+        """A team or a share the user read chats through is gone: close if this chat was one."""
+        if self.chat is None or self.can_write:
+            return
+        readable = await database_sync_to_async(chat_is_readable)(
+            user_id=self.scope["user"].pk, chat_id=self.chat.pk
+        )
+        if not readable:
+            await self.refuse(ErrorCode.NOT_FOUND, ACCESS_ENDED, CLOSE_NOT_FOUND)
 
     async def session_end(self, message: dict[str, Any]) -> None:
         await self.refuse(

@@ -14,9 +14,11 @@ from chats.answer.display import page_limits
 from chats.answer.export import export_turns_markdown
 from chats.answer.structured_output import structured_csv, structured_json
 from chats.errors import TurnStartError
+from chats.form_replies import wants_json
 from chats.models import Turn
-from chats.selectors import chat_branch, chat_get_for_user
+from chats.selectors import chat_branch, chat_get_for_user, chat_get_readable
 from chats.services import chat_create, chat_select_branch
+from chats.teams.selectors import chat_sharing
 from chats.usage.selectors import usage_warning_this_month
 from citations.render import render_markdown
 from citations.selectors import cited_answer_for_turn
@@ -38,7 +40,9 @@ def chat_new(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    """A chat: its owner's to ask in; read-only, live, for the members of a team it is
+    shared with."""
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
     branch = chat_branch(chat=chat)
     context = {
         "chat": chat,
@@ -50,6 +54,8 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
         "last_effort": branch[-1].turn.research_effort if branch else Turn.Effort.STANDARD,
         "limits": page_limits(),
         "agent_label": agent_label(chat.provider),
+        "read_only": chat.owner_id != request.user.pk,
+        "sharing": chat_sharing(chat=chat, user=request.user),
         "usage_warning": usage_warning_this_month(user=request.user),  # shown under its turn
     }
     return render(request, "chats/chat_detail.html", context)
@@ -65,7 +71,7 @@ def chat_branch_select(request: HttpRequest, chat_id: int) -> HttpResponse:
         return JsonResponse(
             {"error": "That turn is not in this chat."}, status=HTTPStatus.BAD_REQUEST
         )
-    if request.headers.get("Accept") == "application/json":
+    if wants_json(request):
         return JsonResponse({"ok": True})
     return redirect("chat_detail", chat_id=chat.pk)
 
@@ -73,7 +79,7 @@ def chat_branch_select(request: HttpRequest, chat_id: int) -> HttpResponse:
 @require_GET
 @login_required
 def chat_export(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
     turns = [item.turn for item in chat_branch(chat=chat)]
     response = HttpResponse(
         export_turns_markdown(turns), content_type="text/markdown; charset=utf-8"
@@ -93,10 +99,10 @@ STRUCTURED_FORMATS = {
 def turn_structured_output(
     request: HttpRequest, chat_id: int, turn_id: int, fmt: str
 ) -> HttpResponse:
-    """A turn's structured output as CSV or JSON; 404 for anyone but the chat's owner."""
+    """A turn's structured output as CSV or JSON; 404 for anyone who may not read the chat."""
     if fmt not in STRUCTURED_FORMATS:
         raise Http404
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
     turn = get_object_or_404(Turn, pk=turn_id, chat=chat, structured_output__isnull=False)
     write, content_type = STRUCTURED_FORMATS[fmt]
     response = HttpResponse(write(turn.structured_output), content_type=content_type)
@@ -107,8 +113,8 @@ def turn_structured_output(
 @require_GET
 @login_required
 def turn_markdown(request: HttpRequest, chat_id: int, turn_id: int) -> HttpResponse:
-    """A turn's cited answer as Markdown with its footnotes (the Copy button); owner only."""
-    chat = chat_get_for_user(user=request.user, chat_id=chat_id)
+    """A turn's cited answer as Markdown with its footnotes (the Copy button)."""
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
     turn = get_object_or_404(Turn, pk=turn_id, chat=chat)
     markdown = render_markdown(cited_answer_for_turn(turn))
     return HttpResponse(markdown, content_type="text/markdown; charset=utf-8")

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.contrib.sessions.backends.base import SessionBase
+
 from chats.errors import ErrorCode, TurnStartError
 from chats.live.protocol import TurnCardFrame
 from chats.loop.batches import DatabaseBatches
@@ -49,6 +51,21 @@ async def ask_start(ask: TurnAsk, session_is_alive: Callable[[], bool]) -> Start
     if batches.closed:
         raise TurnStartError(SHUTTING_DOWN, ErrorCode.SERVER_ERROR)
     return await batches.submit(Asked(ask, session_is_alive))
+
+
+def session_check(session: SessionBase | None) -> Callable[[], bool]:
+    """The session check of an ask from a signed-in page (a websocket, a form), for
+    `ask_start`: False once the session it was made in has ended (a logout, in any tab), so an
+    ask that raced a logout starts nothing. Without a session (tests that set the user
+    directly) there is nothing to check. The check runs on the database thread."""
+
+    def is_alive() -> bool:
+        if session is None:
+            return True
+        key = session.session_key
+        return bool(key) and session.exists(key)
+
+    return is_alive
 
 
 def _start_asks(batch: list[Asked]) -> list[Started | TurnStartError | Exception | None]:

@@ -27,6 +27,7 @@ from chats.run.draining import drain
 from chats.run.finishes import get_finish_batches
 from chats.run.registry import get_registry, sweep_orphans
 from chats.verify.check import stop_source_checks
+from chats.verify.readers import page_readers
 from chats.watch.worker import start_watch_worker, stop_watch_worker
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ async def lifespan_app(scope, receive, send) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await shut_down()
+            await asyncio.to_thread(page_readers().close)  # the helpers reading cited pages
             await send({"type": "lifespan.shutdown.complete"})
             return
 

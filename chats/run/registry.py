@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from chats.agent.providers.bigdata import AgentRequest
+from chats.agent.request import AgentRequest
 from chats.live.protocol import control_group, publish, turn_stop
 from chats.log_context import bind_log_context, shared_task
 from chats.loop.per_loop import PerLoop
@@ -41,10 +41,9 @@ class RunRegistry:
         turn: Turn,
         request: AgentRequest,
         *,
-        run_class: type[TurnRun] | None = None,
         siblings: list[int] | None = None,
     ) -> TurnRun:
-        run = (run_class or TurnRun)(turn, request)
+        run = TurnRun(turn, request)
         run.siblings = siblings
         self.runs[run.turn_id] = run
         TURNS_STARTED.labels(agent=run.agent).inc()

@@ -15,11 +15,11 @@ from typing import Any
 
 from django.conf import settings
 
-from chats.agent import AgentError
+from chats.agent import AgentError, stalled, subject
 from chats.agent.events import AgentEvent, AnswerEvent, ChartEvent
-from chats.agent.providers import ProviderRequest, ProviderStream, open_stream
-from chats.agent.providers.bigdata import AgentRequest
+from chats.agent.providers import ProviderStream, agent_name, open_stream
 from chats.agent.redaction import StreamRedaction
+from chats.agent.request import AgentRequest
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.live.event_log import EventLog, get_event_log
@@ -52,10 +52,11 @@ class TurnLimitReached(Exception):
 
 
 class TurnRun:
-    def __init__(self, turn: Turn, request: AgentRequest | ProviderRequest) -> None:
+    def __init__(self, turn: Turn, request: AgentRequest) -> None:
         self.turn_id = turn.pk
         self.chat_id = turn.chat_id
         self.agent = turn.chat.provider
+        self.agent_name = agent_name(self.agent)  # mid-sentence: "the research agent"
         self.user_id = turn.chat.owner_id
         self.request = request
         self.transcript = Transcript()
@@ -75,13 +76,9 @@ class TurnRun:
         self._deadline: asyncio.Timeout | None = None
         self._ends_at = 0.0
 
-    def agent_stream(self):
-        """The run's events; a workflow run reads another endpoint (chats/run/workflows.py)."""
-        return open_stream(self.agent, self.request, on_retry=self._notice_retry)
-
     async def run(self) -> None:
         self.began = True
-        stream = self.agent_stream()
+        stream = open_stream(self.agent, self.request, on_retry=self._notice_retry)
         log = get_event_log()
         log.watch(self.turn_id, self._events_unsaveable)
         outcome: dict[str, Any]
@@ -111,7 +108,7 @@ class TurnRun:
         except asyncio.CancelledError:
             if self.write_failure is None and not self.stop_requested:
                 # The server is shutting down: record what we have, then let the task end.
-                await self._finish(stream.malformed_lines, **SERVER_RESTARTED)
+                await self._finish(stream, **SERVER_RESTARTED)
                 raise
             # The event log's failure is filled in by _finish; otherwise the user stopped it.
             outcome = {"status": Turn.Status.STOPPED, "error": "", "error_kind": ""}
@@ -122,7 +119,7 @@ class TurnRun:
                 "error": "Something went wrong on our side while reading the answer.",
                 "error_kind": Turn.ErrorKind.SERVER,
             }
-        await self._finish(stream.malformed_lines, **outcome)
+        await self._finish(stream, **outcome)
 
     async def _read(self, stream: ProviderStream, log: EventLog) -> None:
         """Read the stream into the transcript and the log, within the site's limits.
@@ -162,10 +159,7 @@ class TurnRun:
                 raise TurnLimitReached(
                     f"The answer took longer than {took} and was stopped."
                 ) from error
-            raise AgentError(
-                f"The research agent sent nothing for {idle:g} s, so the answer was cut off.",
-                kind="stalled",
-            ) from error
+            raise stalled(self.agent_name, idle) from error
         except AgentError:
             self._take_held(log, max_events)  # a cut-off answer keeps all that arrived
             raise
@@ -225,7 +219,7 @@ class TurnRun:
             }
         if transcript.completed:
             return {"status": Turn.Status.COMPLETE, "error": "", "error_kind": ""}
-        error = "The research agent's stream ended before the answer was complete."
+        error = f"{subject(self.agent_name)}'s stream ended before the answer was complete."
         if malformed_lines:
             error += f" It also sent {malformed_lines} unreadable lines, which were skipped."
         return {
@@ -237,12 +231,13 @@ class TurnRun:
     async def end_unbegun(self) -> None:
         """Record a run cancelled before it began (asked for as the server stopped) the way
         a run the server stops records itself: interrupted."""
-        await self._finish(0, **SERVER_RESTARTED)
+        await self._finish(None, **SERVER_RESTARTED)
 
     async def _finish(
-        self, malformed_lines: int, *, status: str, error: str, error_kind: str
+        self, stream: ProviderStream | None, *, status: str, error: str, error_kind: str
     ) -> None:
-        """Store the outcome and announce it; a turn that cannot be stored is still finished."""
+        """Store the outcome and announce it; a turn that cannot be stored is still finished.
+        `stream`: what the agent's stream said besides its events (None: it never opened)."""
         self.finishing = True
         log = get_event_log()
         await log.flush()  # every event is logged and relayed before the final frame
@@ -260,8 +255,9 @@ class TurnRun:
             status=status,
             error=error,
             error_kind=error_kind,
-            malformed_lines=malformed_lines,
+            malformed_lines=stream.malformed_lines if stream is not None else 0,
             sanitized_events=self.sanitized_events,
+            execution_id=stream.execution_id if stream is not None else "",
         )
         try:
             end = await rendered(end)  # citations, HTML, charts: off the loop and database thread

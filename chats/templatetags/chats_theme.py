@@ -1,10 +1,11 @@
-"""`{% user_theme as theme %}`: the signed-in user's colour theme, for templates/base.html."""
+"""`{% user_theme as theme %}`: the signed-in user's colour theme, for templates/base.html
+(its session's copy: no query)."""
 
 from __future__ import annotations
 
 from django import template
 
-from chats.preferences import Theme, theme_for_user
+from chats.preferences import Theme, theme_shown
 
 register = template.Library()
 
@@ -12,7 +13,9 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def user_theme(context) -> str:
     request = context.get("request")
-    return theme_for_user(user=request.user) if request else Theme.SYSTEM
+    if request is None:
+        return Theme.SYSTEM
+    return theme_shown(user=request.user, session=request.session)
 
 
 @register.simple_tag

@@ -7,18 +7,28 @@ starts `check_turn_sources` as a task of the process: the pages come from the ca
 (`chats.verify.fetch`), the best passage of each page is chosen for each claim and the figures
 checked again (`citations.pages.with_pages`), the references and the cited HTML are stored, and
 the turn is handed back to the run, which sends its pages the new card (a `turn.checked` frame).
+
+Bounded and fair: a turn reads at most SOURCE_FETCH_MAX_PAGES_PER_TURN pages (the first cited;
+the rest are "not read: over the limit of 20 pages a turn"); a process fetches at most
+`MAX_CONCURRENT` pages at once, at most `MAX_PER_USER` of them for one user, and a page waiting
+for a slot is served user by user in turn (`FairSlots`), so one user's slow pages never hold
+another user's check. Every page's failure stays that page's: it is recorded as its problem, the
+other pages are read, checked and cached as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
@@ -36,14 +46,89 @@ logger = logging.getLogger(__name__)
 # Told of each turn whose pages were read (or given up on) and stored: the run announces its card.
 OnChecked = Callable[[Turn], Awaitable[None]]
 
+MAX_CONCURRENT = 16  # pages fetched (and read) at once by a process
+MAX_PER_USER = 4  # of which for one user
+
+
+class FairSlots:
+    """At most `total` pages at once, at most `per_user` of them one user's; when a slot frees,
+    the users waiting for one are served in turn, one page each, whatever the size of their
+    queues."""
+
+    def __init__(self, total: int = MAX_CONCURRENT, per_user: int = MAX_PER_USER) -> None:
+        self.total = total
+        self.per_user = per_user
+        self.running = 0
+        self.running_for: dict[object, int] = {}
+        self.waiting: OrderedDict[object, deque[asyncio.Future[None]]] = OrderedDict()
+
+    @asynccontextmanager
+    async def slot(self, user: object) -> AsyncIterator[None]:
+        """Hold one slot for `user` while the block runs."""
+        if self._free_for(user) and user not in self.waiting:
+            self._take(user)
+        else:
+            granted = asyncio.get_running_loop().create_future()
+            self.waiting.setdefault(user, deque()).append(granted)
+            try:
+                await granted
+            except asyncio.CancelledError:
+                if granted.done() and not granted.cancelled():
+                    self._give_back(user)  # granted as it was cancelled: pass it on
+                else:
+                    self._forget(user, granted)
+                raise
+        try:
+            yield
+        finally:
+            self._give_back(user)
+
+    def _free_for(self, user: object) -> bool:
+        return self.running < self.total and self.running_for.get(user, 0) < self.per_user
+
+    def _take(self, user: object) -> None:
+        self.running += 1
+        self.running_for[user] = self.running_for.get(user, 0) + 1
+
+    def _give_back(self, user: object) -> None:
+        self.running -= 1
+        self.running_for[user] -= 1
+        if not self.running_for[user]:
+            del self.running_for[user]
+        if user in self.waiting:
+            self.waiting.move_to_end(user)  # the others first: it was just served
+        self._serve()
+
+    def _serve(self) -> None:
+        """Grant free slots to the waiting users, in turn: each served user goes to the back."""
+        for user in list(self.waiting):
+            if self.running >= self.total:
+                return
+            if not self._free_for(user):
+                continue
+            queue = self.waiting.pop(user)
+            granted = queue.popleft()
+            if queue:
+                self.waiting[user] = queue  # to the back of the line
+            self._take(user)
+            granted.set_result(None)
+
+    def _forget(self, user: object, granted: asyncio.Future[None]) -> None:
+        queue = self.waiting.get(user)
+        if queue is not None and granted in queue:
+            queue.remove(granted)
+            if not queue:
+                del self.waiting[user]
+
 
 class _Checks:
-    """This event loop's checks: their tasks kept alive, and pages being fetched, by URL, so
-    that turns citing one page at once fetch it once."""
+    """This event loop's checks: their tasks kept alive, pages being fetched, by URL, so that
+    turns citing one page at once fetch it once, and the fetch slots shared between users."""
 
     def __init__(self) -> None:
         self.tasks: set[asyncio.Task] = set()
         self.fetching: dict[str, asyncio.Future[SourcePage]] = {}
+        self.slots = FairSlots()
 
 
 _checks = PerLoop(_Checks)
@@ -120,11 +205,21 @@ async def check_turn_sources(turn_id: int) -> Turn | None:
     """Read the turn's pending pages, check its claims against them and store the result;
     return the turn with its new cited HTML, or None if no page was pending."""
     turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
-    wanted = {key: read.url for key, read in cited.pages.items() if read.pending}
-    if not wanted:
+    pending = {key: read.url for key, read in cited.pages.items() if read.pending}
+    if not pending:
         return None
-    pages = await _pages(sorted(set(wanted.values())))
-    reads = {key: _page_read(pages[url]) for key, url in wanted.items()}
+    limit = settings.SOURCE_FETCH_MAX_PAGES_PER_TURN
+    order = {source.key: source.number for source in cited.sources}
+    keys = sorted(pending, key=lambda key: order.get(key, len(order)))
+    urls = list(dict.fromkeys(pending[key] for key in keys))
+    wanted, over = urls[:limit], set(urls[limit:])
+    pages = await _pages(wanted, user=turn.chat.owner_id)
+    reads = {
+        key: PageRead(url=url, problem=f"over the limit of {limit} pages a turn")
+        if url in over
+        else _page_read(pages[url])
+        for key, url in pending.items()
+    }
     await database_sync_to_async(_store_checked)(turn, cited, reads)
     return turn
 
@@ -134,8 +229,9 @@ def _turn_and_answer(turn_id: int) -> tuple[Turn, CitedAnswer]:
     return turn, cited_answer_for_turn(turn)
 
 
-async def _pages(urls: list[str]) -> dict[str, SourcePage]:
-    """Each URL's page: from the cache when fresh, else fetched now (once per URL per loop)."""
+async def _pages(urls: list[str], *, user: object) -> dict[str, SourcePage]:
+    """Each URL's page: from the cache when fresh, else fetched now (once per URL per loop, in
+    `user`'s share of the fetch slots)."""
     max_age = timedelta(hours=settings.SOURCE_FETCH_MAX_AGE_HOURS)
     pages = await database_sync_to_async(source_pages_fresh)(urls=urls, max_age=max_age)
     missing = [url for url in urls if url not in pages]
@@ -150,7 +246,9 @@ async def _pages(urls: list[str]) -> dict[str, SourcePage]:
     try:
         if mine:
             async with PageFetcher(allowed_hosts=settings.SOURCE_FETCH_ALLOWED_HOSTS) as fetcher:
-                fetched = await asyncio.gather(*(fetcher.fetch(url) for url in mine))
+                fetched = await asyncio.gather(
+                    *(_fetch_in_turn(fetcher, url, checks.slots, user) for url in mine)
+                )
             saved = await database_sync_to_async(_save_pages)(fetched)
             for url in mine:
                 checks.fetching[url].set_result(saved[url])
@@ -169,7 +267,20 @@ async def _pages(urls: list[str]) -> dict[str, SourcePage]:
     return pages
 
 
+async def _fetch_in_turn(
+    fetcher: PageFetcher, url: str, slots: FairSlots, user: object
+) -> FetchedPage:
+    """Fetch and read one page in `user`'s share of the slots; whatever fails is its problem."""
+    async with slots.slot(user):
+        try:
+            return await fetcher.fetch(url)
+        except Exception:  # fetch says what went wrong; anything else is ours, and this page's
+            logger.exception("Reading the cited page %s failed", url)
+            return FetchedPage(url, problem="the check failed on our side")
+
+
 def _save_pages(fetched: list[FetchedPage]) -> dict[str, SourcePage]:
+    """Keep each page in the cache; one that cannot be stored is still used for this check."""
     saved = {}
     for page in fetched:
         fields = {
@@ -183,7 +294,10 @@ def _save_pages(fetched: list[FetchedPage]) -> dict[str, SourcePage]:
         try:
             saved[page.url] = source_page_save(**fields)
         except IntegrityError:  # another process stored it first: ours is as good
-            saved[page.url] = SourcePage(**fields)
+            saved[page.url] = SourcePage(**fields, fetched_at=timezone.now())
+        except Exception:
+            logger.exception("Storing the cited page %s failed", page.url)
+            saved[page.url] = SourcePage(**fields, fetched_at=timezone.now())
     return saved
 
 

@@ -43,6 +43,9 @@ class Watch(models.Model):
     # Set while a run is under way (a claim); a lapsed one belongs to a process that died.
     running_until = models.DateTimeField(null=True, blank=True)
     consecutive_failures = models.PositiveSmallIntegerField(default=0)
+    # "E-mail me when it changes": its owner is e-mailed about each change (and about the watch
+    # stopping) when the site sends e-mail (WATCH_EMAIL).
+    email_changes = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_run_at = models.DateTimeField(null=True, blank=True)
 
@@ -95,6 +98,9 @@ class WatchRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # A change the analyst has not seen yet counts in the header's "Changes" link.
     seen_at = models.DateTimeField(null=True, blank=True)
+    # Claimed before this run's e-mail is sent (`chats.watch.notify`): a run is e-mailed once,
+    # however often its task is retried.
+    emailed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

@@ -20,8 +20,17 @@ class WatchError(ValueError):
     """A watch refused; the message is shown to the analyst."""
 
 
-def watch_create(*, owner, turn: Turn, every: str, time_of_day: time, weekday: int = 0) -> Watch:
-    """Watch `turn` (one of the owner's finished answers): re-run it every day or week."""
+def watch_create(
+    *,
+    owner,
+    turn: Turn,
+    every: str,
+    time_of_day: time,
+    weekday: int = 0,
+    email_changes: bool = True,
+) -> Watch:
+    """Watch `turn` (one of the owner's finished answers): re-run it every day or week, and
+    e-mail its owner about its changes if `email_changes` (when the site sends e-mail)."""
     if turn.chat.owner_id != owner.pk:
         raise WatchError("That answer is not yours to watch.")
     if not can_rerun(turn) or turn.status != Turn.Status.COMPLETE:
@@ -47,6 +56,7 @@ def watch_create(*, owner, turn: Turn, every: str, time_of_day: time, weekday: i
                 time_of_day=time_of_day,
                 weekday=weekday,
                 next_run_at=due,
+                email_changes=email_changes,
             )
             schedule_watch(watch_id=watch.pk, at=due)
     except IntegrityError as error:
@@ -158,6 +168,10 @@ def watch_resume(*, watch: Watch) -> None:
             state=Watch.State.ACTIVE, next_run_at=due, consecutive_failures=0, paused_reason=""
         )
         schedule_watch(watch_id=watch.pk, at=due)
+
+
+def watch_email_set(*, watch: Watch, email_changes: bool) -> None:
+    Watch.objects.filter(pk=watch.pk).update(email_changes=email_changes)
 
 
 def watch_delete(*, watch: Watch) -> None:

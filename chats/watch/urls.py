@@ -7,6 +7,7 @@ watch_actions = [
     path("pause/", views.watch_action, {"action": "pause"}, name="watch_pause"),
     path("resume/", views.watch_action, {"action": "resume"}, name="watch_resume"),
     path("delete/", views.watch_action, {"action": "delete"}, name="watch_delete"),
+    path("email/", views.watch_email, name="watch_email"),
 ]
 
 urlpatterns = [

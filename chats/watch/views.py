@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import time
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -18,6 +19,7 @@ from chats.watch.services import (
     changes_mark_seen,
     watch_create,
     watch_delete,
+    watch_email_set,
     watch_pause,
     watch_resume,
 )
@@ -38,6 +40,10 @@ def watch_new(request: HttpRequest, chat_id: int, turn_id: int) -> HttpResponse:
                 every=request.POST.get("every", ""),
                 time_of_day=_time(request.POST.get("time_of_day", "")),
                 weekday=_int(request.POST.get("weekday", "0")),
+                # Offered, checked, where the site sends e-mail; on otherwise, for when it does.
+                email_changes=request.POST.get("email_changes") == "1"
+                if settings.WATCH_EMAIL
+                else True,
             )
         except WatchError as refused:
             error = str(refused)
@@ -49,6 +55,7 @@ def watch_new(request: HttpRequest, chat_id: int, turn_id: int) -> HttpResponse:
         "error": error,
         "every_choices": Watch.Every.choices,
         "weekdays": list(enumerate(WEEKDAYS)),
+        "site_sends_email": settings.WATCH_EMAIL,
     }
     return render(request, "chats/watch_new.html", context, status=400 if error else 200)
 
@@ -58,7 +65,8 @@ def watch_new(request: HttpRequest, chat_id: int, turn_id: int) -> HttpResponse:
 def watch_changes(request: HttpRequest) -> HttpResponse:
     """Each watched question with its latest change; seeing them clears the header's count."""
     watched = watched_questions(user=request.user)
-    response = render(request, "chats/watch_changes.html", {"watched": watched})
+    context = {"watched": watched, "site_sends_email": settings.WATCH_EMAIL}
+    response = render(request, "chats/watch_changes.html", context)
     shown = [w.latest_change for w in watched] + [
         w.latest_run for w in watched if w.watch.state == Watch.State.STOPPED
     ]
@@ -76,6 +84,15 @@ _WATCH_ACTIONS = {"pause": watch_pause, "resume": watch_resume, "delete": watch_
 def watch_action(request: HttpRequest, watch_id: int, action: str) -> HttpResponse:
     """Pause, resume or delete a watch of the user's (404 for anyone else's)."""
     _WATCH_ACTIONS[action](watch=watch_get_for_user(user=request.user, watch_id=watch_id))
+    return redirect("watch_changes")
+
+
+@require_POST
+@login_required
+def watch_email(request: HttpRequest, watch_id: int) -> HttpResponse:
+    """ "E-mail me when it changes", on or off, for a watch of the user's."""
+    watch = watch_get_for_user(user=request.user, watch_id=watch_id)
+    watch_email_set(watch=watch, email_changes=request.POST.get("email_changes") == "1")
     return redirect("watch_changes")
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
@@ -21,7 +22,9 @@ from tests.conftest import REVIEWER_PASSWORD
 @pytest.fixture
 def answered_turn(analyst, stream_fixtures_dir):
     """A turn finished by the real pipeline from a captured stream."""
-    events, _ = parse_sse_text((stream_fixtures_dir / "lifecycle.sse").read_text())
+    events, _ = parse_sse_text(
+        (stream_fixtures_dir / "lifecycle.sse").read_text(), BigdataAdapter()
+    )
     chat = Chat.objects.create(owner=analyst, title="NVIDIA earnings")
     # Leased, as a running turn is: the live site's heartbeat sweeps streaming turns without one
     # as orphans, and it may run between these two lines.

@@ -55,7 +55,7 @@ def check_flags(answer) -> None:
     expect(answer.locator(".claim-flag")).to_have_count(1)
     expect(answer.locator(".claim-flag")).to_have_text("38% not found in its source")
     expect(answer.locator(".claim-summary")).to_have_text(
-        "2 cited claims: 1 checked, 1 figure not found in its source."
+        "2 cited claims: 1 figure found, 1 not found."
     )
 
 
@@ -109,7 +109,7 @@ def test_an_analyst_checks_the_evidence_behind_each_claim(page, site, analyst, u
     # The reviewer sees the same flag, and the filter finds the answer.
     page.get_by_role("button", name="Log out").click()
     log_in(page, site, "reviewer", REVIEWER_PASSWORD)
-    page.goto(f"{site}/admin/chats/turn/?figures=not_found")
+    page.goto(f"{site}/admin/chats/turn/?check=figure+not+found")
     page.get_by_role("link", name="How did the quarter go?").click()
     check_flags(page.locator(".cited-answer"))
     assert page.js_errors == []

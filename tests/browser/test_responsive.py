@@ -333,6 +333,7 @@ def check_every_page(page, site: str, viewport: dict, scheme: str) -> None:
 
     page.locator("main").get_by_role("button", name="New chat").click()
     page.wait_for_url(re.compile(r".*/chats/\d+/$"))
+    chat_url = page.url
     ask(page, QUESTION)
     turn = wait_for_answer(page)
     if (device, scheme) == ("desktop", "light"):
@@ -387,9 +388,25 @@ def check_every_page(page, site: str, viewport: dict, scheme: str) -> None:
     expect(page.get_by_label("New API token")).to_be_visible()
     check("API tokens, a new token shown")
 
+    # A team: its page, with a member added, and the chat shared with it.
+    page.get_by_role("link", name="Team").click()
+    page.locator("summary", has_text="New team").click()
+    page.get_by_label("Team name").fill("Desk")
+    page.get_by_role("button", name="Create").click()
+    page.get_by_label("Add a member (username)").fill("reviewer")
+    page.get_by_role("button", name="Add", exact=True).click()
+    check("team page")
+    page.goto(chat_url)
+    page.get_by_role("button", name="Share with team").click()
+    page.wait_for_url(re.compile(r".*#team-sharing$"))
+    check("chat shared with a team")
+
     # The admin, as a reviewer: its index and a past answer with its evidence.
     page.get_by_role("button", name="Log out").click()
     log_in(page, site, "reviewer", REVIEWER_PASSWORD)
+    page.goto(chat_url)
+    expect(page.get_by_role("button", name="Continue in my chats").first).to_be_visible()
+    check("a team's chat, read-only")
     page.goto(f"{site}/admin/")
     check("admin")
     page.goto(f"{site}/admin/chats/turn/")

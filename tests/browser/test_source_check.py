@@ -4,6 +4,7 @@ page does not state and shows the page's own sentence; a reload shows the same."
 
 from __future__ import annotations
 
+import threading
 from urllib.parse import urlsplit
 
 import pytest
@@ -12,7 +13,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import ask, log_in, wait_for_answer
 from tests.servers import serve_asgi
 from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gemini, stream
-from tests.standins.pages import MARGIN_SENTENCE, news_site
+from tests.standins.pages import ARTICLE_WITHOUT_MARGINS_HTML, MARGIN_SENTENCE, news_site
 
 SENTENCES = ["Revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
 
@@ -26,13 +27,20 @@ def gemini(settings):
 @pytest.fixture
 def news(settings):
     site = news_site()
-    # The page answers after a moment, so the page shows the check going on before its result.
-    site.pages["/2026/11/acme-results"].delay = 1.5
+    # The cited page answers once the test has seen the check going on (`release`).
+    site.pages["/2026/11/acme-results"].held = threading.Event()
     with serve_asgi(site) as url:
         site.url = url
         settings.SOURCE_FETCH_ENABLED = True
         settings.SOURCE_FETCH_ALLOWED_HOSTS = [urlsplit(url).netloc]
-        yield site
+        try:
+            yield site
+        finally:
+            release(site)
+
+
+def release(site) -> None:
+    site.pages["/2026/11/acme-results"].held.set()
 
 
 def test_a_gemini_claim_is_flagged_against_its_page_live_and_after_a_reload(
@@ -49,16 +57,15 @@ def test_a_gemini_claim_is_flagged_against_its_page_live_and_after_a_reload(
     answer = wait_for_answer(page).locator(".answer.cited")
     summary = page.locator(".turn .claim-summary")
     expect(summary).to_have_text("Checking 1 source…")
+    release(news)
     # The result arrives over the websocket: no reload in between.
-    expect(summary).to_have_text(
-        "2 cited claims: 1 checked, 1 figure not found in its source.", timeout=20_000
-    )
+    expect(summary).to_have_text("2 cited claims: 1 figure found, 1 not found.", timeout=20_000)
     check_cards(page, page.locator(".turn .answer.cited"), news.url)
 
     page.reload()
     again = wait_for_answer(page).locator(".answer.cited")
     expect(again.locator(".claim-summary")).to_have_text(
-        "2 cited claims: 1 checked, 1 figure not found in its source."
+        "2 cited claims: 1 figure found, 1 not found."
     )
     check_cards(page, again, news.url)
     # The source's panel lists both claims, each passage saying where it comes from.
@@ -89,3 +96,45 @@ def check_cards(page, answer, news_url: str) -> None:
     )
     expect(popover.locator(".evidence-passage")).to_contain_text("rose 12% to $4.1 billion")
     page.mouse.move(0, 0)
+
+
+def test_a_claim_its_page_never_speaks_of_is_flagged_naming_its_figure_live_and_after_a_reload(
+    page, site, analyst, gemini, news
+):
+    """The page states 12% and $4.1 billion and never mentions margins: the margin claim's card
+    says 38% is not found and that no sentence of the page speaks of it; the summary counts the
+    two claims apart."""
+    news.pages["/2026/11/acme-results"].body = ARTICLE_WITHOUT_MARGINS_HTML
+    acme = ["Acme revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
+    gemini.queue(stream(*grounded_answer(acme, [(f"{news.url}/2026/11/acme-results", "news")])))
+    log_in(page, site)
+    page.get_by_label("Agent").first.select_option("gemini")
+    page.get_by_role("button", name="New chat").first.click()
+    page.wait_for_url("**/chats/*/")
+    ask(page, "How did Acme do last quarter?")
+
+    wait_for_answer(page)
+    summary = page.locator(".turn .claim-summary")
+    expect(summary).to_have_text("Checking 1 source…")
+    release(news)
+    expect(summary).to_have_text("2 cited claims: 1 figure found, 1 not found.", timeout=20_000)
+    for _ in range(2):  # live, then after a reload
+        answer = wait_for_answer(page).locator(".answer.cited")
+        expect(answer.locator(".claim-summary")).to_have_text(
+            "2 cited claims: 1 figure found, 1 not found."
+        )
+        popover = page.locator(".evidence-popover")
+        answer.locator("sup.footnote-ref a").nth(1).hover()
+        expect(popover.locator(".evidence-check")).to_have_text("38% not found in its source")
+        expect(popover.locator(".evidence-none")).to_have_text(
+            "No sentence of the page shares a word with this claim."
+        )
+        expect(popover.locator(".evidence-passage")).to_have_count(0)
+        page.mouse.move(0, 0)
+        answer.locator("sup.footnote-ref a").nth(0).hover()
+        expect(popover.locator(".evidence-check")).to_have_text(
+            "12% and $4.1 billion found in its source"
+        )
+        page.mouse.move(0, 0)
+        page.reload()
+    assert page.js_errors == []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
+import channels.layers
 import pytest
 from channels.layers import InMemoryChannelLayer as ChannelsInMemoryChannelLayer
 from channels.layers import get_channel_layer
 
+import researchsite.channel_layers
 from researchsite.channel_layers import InMemoryChannelLayer
 
 
@@ -36,15 +39,30 @@ async def test_many_receives_sweep_once_a_second(monkeypatch):
     assert [m["type"] for m in await asyncio.gather(*waiting)] == ["stop"] * 200
 
 
-async def test_expired_messages_and_memberships_are_still_swept():
-    layer = InMemoryChannelLayer(expiry=0.05, group_expiry=1)
-    layer.sweep_interval = 0.1
+async def test_expired_messages_and_memberships_are_still_swept_once_a_sweep_is_due(monkeypatch):
+    clock = SimpleNamespace(now=1000.0)  # channels' expiry reads time.time(), the sweep monotonic
+    fake_time = SimpleNamespace(time=lambda: clock.now, monotonic=lambda: clock.now)
+    monkeypatch.setattr(channels.layers, "time", fake_time)
+    monkeypatch.setattr(researchsite.channel_layers, "time", fake_time)
+    layer = InMemoryChannelLayer(expiry=0.5, group_expiry=1)
     await layer.group_add("old", "specific.gone!a")
-    layer.groups["old"]["specific.gone!a"] -= 10  # joined long ago
     await layer.send("specific.gone!b", {"type": "never read"})
-    await asyncio.sleep(0.15)
-    with pytest.raises(TimeoutError):
-        async with asyncio.timeout(0.05):
-            await layer.receive("specific.other!c")  # a receive sweeps first
+    await receive_briefly(layer)  # the first receive sweeps: nothing has expired yet
+
+    clock.now += 0.8  # the message has expired, but the next sweep is due a second after the last
+    await receive_briefly(layer)
+    assert "specific.gone!b" in layer.channels and layer.groups["old"]
+
+    clock.now += 1.7  # the sweep is due, and the membership has expired too
+    await receive_briefly(layer)
     assert "specific.gone!b" not in layer.channels
     assert not layer.groups["old"]
+
+
+async def receive_briefly(layer: InMemoryChannelLayer) -> None:
+    """A receive on a channel nobody sends to: it sweeps as it starts, then waits (cancelled)."""
+    receiving = asyncio.create_task(layer.receive("specific.other!c"))
+    await asyncio.sleep(0)
+    receiving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await receiving

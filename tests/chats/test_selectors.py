@@ -8,7 +8,7 @@ from chats.models import Chat, Turn, TurnEvent
 from chats.selectors import (
     branch_turn,
     chat_branch,
-    chat_find_for_user,
+    chat_find_readable,
     chat_list_for_user,
     chat_turns_to_sync,
     turn_events_after,
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db
 def test_chats_are_the_owners_only(user, other_user, chat):
     theirs = Chat.objects.create(owner=other_user)
     assert chat_list_for_user(user=user) == [chat]
-    assert chat_find_for_user(user=user, chat_id=theirs.pk) is None
-    assert chat_find_for_user(user=user, chat_id=chat.pk) == chat
+    assert chat_find_readable(user=user, chat_id=theirs.pk) is None
+    assert chat_find_readable(user=user, chat_id=chat.pk) == chat
 
 
 def test_the_branch_follows_the_active_turn_and_counts_siblings(chat):

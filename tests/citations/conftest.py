@@ -16,7 +16,7 @@ from citations.resolve import CitedAnswer, resolve_citations
 
 
 def cited_from_capture(path: Path) -> CitedAnswer:
-    events, _ = parse_sse_text(path.read_text(encoding="utf-8"))
+    events, _ = parse_sse_text(path.read_text(encoding="utf-8"), bigdata_adapter.BigdataAdapter())
     transcript = Transcript.from_events(events)
     return resolve_citations(
         answer=transcript.answer, citations=transcript.citations, tool_calls=transcript.tool_calls

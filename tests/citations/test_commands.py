@@ -146,11 +146,12 @@ def test_a_ten_thousand_reference_grounding_event_prints_every_footnote():
 
 
 def test_a_line_over_the_cap_is_said_on_stderr(settings):
+    from chats.agent.providers.bigdata import BigdataAdapter
     from chats.agent.sse import StreamReader, iter_events
     from chats.agent.transcript import Transcript
     from tests.grounding_bodies import answer_body
 
-    reader = StreamReader(max_line_chars=100_000)
+    reader = StreamReader(BigdataAdapter(), max_line_chars=100_000)
     transcript = Transcript.from_events(iter_events(answer_body(1_000), reader))
     size = len(answer_body(1_000).splitlines()[2].encode())
     assert transcript.skipped == [

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import date
 
+from citations.claims import check_claim
 from citations.evidence import checks_summary, with_checks
 from citations.pages import (
+    MAX_SENTENCE,
     best_passages,
     page_sentences,
     pages_to_read,
@@ -84,7 +86,7 @@ def test_the_figure_not_on_the_page_is_flagged_and_the_other_claim_is_supported(
     assert passage.text.startswith("Gross margin widened to 31.5%")
     assert passage.page_url == FINAL
     assert passage.fetched_on == date(2026, 11, 27)
-    assert checks_summary(checked) == "2 cited claims: 1 checked, 1 figure not found in its source"
+    assert checks_summary(checked) == "2 cited claims: 1 figure found, 1 not found"
     assert checked.pages[WEB.key].text == ""  # the page's text is not kept with the answer
 
     html = render_html(checked, doc_id="t1")
@@ -96,8 +98,9 @@ def test_the_figure_not_on_the_page_is_flagged_and_the_other_claim_is_supported(
 def test_a_claim_is_never_checked_against_the_answers_own_text():
     """Without a page, a claim whose citation carries no passage is not checked at all."""
     cited = cited_without_passages()
-    assert [c.check.status for c in cited.claims] == ["no_passage", "no_passage"]
-    assert checks_summary(cited) == "2 cited claims: 2 without a passage to check"
+    assert [c.check.status for c in cited.claims] == ["not read", "not read"]
+    assert [c.check.line for c in cited.claims] == ["not read: its source sent no passage"] * 2
+    assert checks_summary(cited) == "2 cited claims: 2 not read"
 
 
 def test_while_pages_are_read_the_summary_says_so():
@@ -111,11 +114,87 @@ def test_while_pages_are_read_the_summary_says_so():
 def test_an_unreadable_page_says_why_and_its_claims_are_not_checked():
     problem = PageRead(url=URL, fetched_on=date(2026, 11, 27), problem="HTTP 404")
     checked = with_pages(cited_without_passages(), {WEB.key: problem})
-    assert [c.check.status for c in checked.claims] == ["no_passage", "no_passage"]
-    assert checks_summary(checked) == "2 cited claims: 2 without a passage to check"
+    assert [c.check.status for c in checked.claims] == ["not read", "not read"]
+    assert checks_summary(checked) == "2 cited claims: 2 not read"
     html = render_html(checked, doc_id="t1")
     assert "The page could not be read (HTTP 404), so its claims are not checked." in html
-    assert "checked," not in html
+    assert '<p class="evidence-check evidence-check-not-read">not read: HTTP 404</p>' in html
+    assert "found" not in html
+
+
+def test_a_claim_sharing_no_word_with_its_read_page_names_the_figure_not_found():
+    """The page was read and never speaks of margins: 38% is not on it, which is what the
+    check exists to catch, so it is flagged, not reported as having nothing to check."""
+    page = read_page(
+        PAGE_TEXT.replace("Gross margin widened to 31.5% from 29.8% a year earlier", "Costs held")
+    )
+    unrelated = "Zebras graze on 38% of the plain."
+    cited = with_checks(
+        resolve_citations(
+            answer=CLAIM_ONE + " " + unrelated,
+            citations=[
+                Citation(start=0, end=len(CLAIM_ONE), source=WEB),
+                Citation(
+                    start=len(CLAIM_ONE) + 1, end=len(CLAIM_ONE) + 1 + len(unrelated), source=WEB
+                ),
+            ],
+        )
+    )
+    checked = with_pages(cited, {WEB.key: page})
+
+    one, two = checked.claims
+    assert one.check.status == "supported"
+    assert two.passages == ((1, ()),)
+    assert (two.check.status, two.check.line) == ("figure not found", "38% not found in its source")
+    assert checks_summary(checked) == "2 cited claims: 1 figure found, 1 not found"
+    html = render_html(checked, doc_id="t1")
+    assert "No sentence of the page shares a word with this claim." in html
+    assert f'From the page, fetched 2026-11-27 · <a href="{FINAL}"' in html
+
+
+def test_footnote_marks_abbreviations_and_decimals_do_not_break_or_join_sentences():
+    text = (
+        "The utility serves the city.[12] It maintains 4,300 miles of gas mains.[97][98] Next"
+        " year it plans more.[a] Dr. J. Smith of Acme Inc. said U.S. sales rose 3.5% on Jan. 5."
+        "\u00b9 Gross margin was 38%.[citation needed]"
+    )
+    assert page_sentences(text).sentences == (
+        "The utility serves the city.",
+        "It maintains 4,300 miles of gas mains.",
+        "Next year it plans more.",
+        "Dr. J. Smith of Acme Inc. said U.S. sales rose 3.5% on Jan. 5.",
+        "Gross margin was 38%.",
+    )
+    page = page_sentences(text)
+    assert best_passages("Maintains 4300 miles of gas mains.", page) == (
+        "It maintains 4,300 miles of gas mains.",
+    )
+
+
+def test_a_long_run_is_split_at_its_clauses_and_no_figure_is_lost():
+    cells = [f"region {n} sold {n * 7} units" for n in range(1, 120)]
+    text = "Sales by region: " + ", ".join(cells) + "; total 49,980 units."
+    page = page_sentences(text)
+    assert all(len(s) <= MAX_SENTENCE for s in page.sentences)
+    assert " ".join(page.sentences) == text  # every word kept, in order
+    assert all(s.endswith((",", ";", ":", ".")) for s in page.sentences)
+    (passage,) = best_passages("In total 49,980 units were sold.", page)
+    assert passage.endswith("total 49,980 units.")
+    assert check_claim("In total 49,980 units were sold.", [passage]).status == "supported"
+
+
+def test_a_claims_figure_ranks_the_sentence_stating_its_value_however_written():
+    page = page_sentences(
+        "Subscribers reached 10,000 in March.\n"
+        "Subscribers in 2017 were counted by the board.\n"
+        "The park has 17 benches."
+    )
+    for written in ("10000", "10,000", "10k"):
+        assert best_passages(f"Subscribers reached {written}.", page) == (
+            "Subscribers reached 10,000 in March.",
+        )
+    # "17" is not in "2017": the sentence with the claim's words and a year gets no credit for it.
+    assert best_passages("Subscribers counted 17 benches.", page) == ("The park has 17 benches.",)
 
 
 def test_a_source_that_sent_passages_is_not_read_and_shows_it_came_from_the_agent():

@@ -115,7 +115,9 @@ def test_the_stored_answer_is_rebuilt_by_the_same_resolver(make_turn, stream_fix
     from chats.agent.transcript import Transcript
 
     capture = stream_fixtures_dir / "tool_level.sse"
-    transcript = Transcript.from_events(parse_sse_text(capture.read_text(encoding="utf-8"))[0])
+    transcript = Transcript.from_events(
+        parse_sse_text(capture.read_text(encoding="utf-8"), bigdata_adapter.BigdataAdapter())[0]
+    )
     turn = make_turn(answer=transcript.answer)
     with transaction.atomic():
         citations_store_for_turn(
@@ -167,24 +169,32 @@ def test_the_export_gives_each_answer_its_own_footnote_labels(make_turn):
         f"Revenue rose 4%.[^{p1}1] Costs fell 2%.[^{p1}2] Margins improved.\n\n"
         f"[^{p1}1]: [Reuters - 2026-04-16](https://news.example/a)\n"
         f"[^{p1}2]: [Reuters - 2026-04-16](https://news.example/b)\n"
-        "\n> Figure check: 2 cited claims: 2 without a passage to check.\n"
+        "\n> Figure check: 2 cited claims: 2 not read.\n"
+        "> - not read: “Revenue rose 4%.” (its source sent no passage)\n"
+        "> - not read: “Costs fell 2%.” (its source sent no passage)\n"
         "\n"
         "## And Microsoft?\n\n"
         f"Azure grew 33%.[^{p2}1]\n\n"
         f"[^{p2}1]: [Reuters - 2026-04-16](https://news.example/a)\n"
-        "\n> Figure check: 1 cited claim: 1 without a passage to check.\n"
+        "\n> Figure check: 1 cited claim: 1 not read.\n"
+        "> - not read: “Azure grew 33%.” (its source sent no passage)\n"
         "\n"
         "## Still running?\n\n_No answer._\n"
     )
 
 
-def test_the_export_keeps_the_figure_check_and_names_each_flagged_claim(make_turn):
-    turn = make_turn("Margins?", answer="Margin rose to 38% in Q3.")
-    passage = [{"cnum": 1, "text": "Gross margin reached 35% in the third quarter."}]
-    store(turn, [ref(0, 25, bigdata("a", chunks=passage))])
+def test_the_export_keeps_the_figure_check_and_gives_each_claims_state(make_turn):
+    answer = "Margin rose to 38% in Q3. Sales rose 5%. Demand was strong."
+    turn = make_turn("Margins?", answer=answer)
+    passage = [{"cnum": 1, "text": "Gross margin reached 35% in the third quarter; sales rose 5%."}]
+    source = bigdata("a", chunks=passage)
+    store(turn, [ref(0, 25, source), ref(26, 40, source), ref(41, 59, source)])
     assert export_turns_markdown([turn]).endswith(
-        "> Figure check: 1 cited claim: 1 figure not found in its source.\n"
-        "> - “Margin rose to 38% in Q3.”: 38% not found in its source.\n"
+        "> Figure check: 3 cited claims: 1 figure found, 1 not found,"
+        " 1 with no figure to check.\n"
+        "> - figure not found: “Margin rose to 38% in Q3.” (38% not found in its source)\n"
+        "> - supported: “Sales rose 5%.” (5% found in its source)\n"
+        "> - no figure to check: “Demand was strong.”\n"
     )
 
 

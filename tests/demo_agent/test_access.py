@@ -8,6 +8,7 @@ from http import HTTPStatus
 import httpx
 import pytest
 
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from tests.processes import python_output
 from tests.servers import serve_asgi
@@ -53,7 +54,7 @@ def test_every_process_with_the_same_secret_key_has_the_same_token():
 def test_the_site_token_from_loopback_is_answered(demo_url, settings):
     response = post(demo_url, **{"X-API-KEY": settings.DEMO_AGENT_TOKEN})
     assert response.status_code == HTTPStatus.OK
-    events, _ = parse_sse_text(response.text)
+    events, _ = parse_sse_text(response.text, BigdataAdapter())
     assert events[-1].type == "COMPLETE"
 
 

@@ -8,15 +8,17 @@ import re
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 
 from chats.agent.events import AgentEvent
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
-from demo_agent import DemoAgentApp
+from demo_agent import DemoAgentApp, conversation
 from demo_agent import app as demo_agent_app
 from demo_agent.corpus import Document, load_corpus, split_sentences
 from demo_agent.wire import MAX_BODY_BYTES
@@ -84,7 +86,7 @@ def ask(url: str, message: str, effort: str = "standard", **fields: Any) -> Repl
     response = post(url, {"message": message, "research_effort": effort, **fields})
     assert response.status_code == HTTPStatus.OK, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
-    events, malformed = parse_sse_text(response.text)
+    events, malformed = parse_sse_text(response.text, BigdataAdapter())
     assert malformed == 0
     reply = Reply(response.text, [WireEvent.of(e) for e in events], Transcript.from_events(events))
     assert reply.transcript.completed
@@ -467,15 +469,17 @@ def test_persistence_mode_cannot_change_within_a_chat(agent_url):
     assert post(agent_url, {**follow_up, "persistence_mode": "enabled"}).status_code == 200
 
 
-def test_without_persistence_follow_ups_expire():
-    # The TTL leaves room for one answer on a loaded machine (0.5 s did not, under load 7).
-    with serve_asgi(DemoAgentApp(SECRET, pace=0, chat_ttl_seconds=1.5)) as url:
+def test_without_persistence_follow_ups_expire(monkeypatch):
+    clock = SimpleNamespace(now=1000.0)  # the conversations' clock, moved by the test
+    monkeypatch.setattr(conversation, "time", SimpleNamespace(time=lambda: clock.now))
+    with serve_asgi(DemoAgentApp(SECRET, pace=0, chat_ttl_seconds=60)) as url:
         url = f"{url}/v1/research-agent"
         kept = ask(url, "Tell me about Apple", persistence_mode="enabled")
         first = ask(url, "Tell me about Apple")
         fresh = {"chat_id": first.chat_id, "from_checkpoint_id": first.transcript.checkpoint_id}
+        clock.now += 59  # within the TTL
         assert ask(url, "What about its margins?", **fresh).cited_companies() == {"apple"}
-        time.sleep(1.7)
+        clock.now += 61  # past the TTL of the chat's last answer
 
         question = {"message": "What about its margins?", "research_effort": "lite"}
         for continuation in (
@@ -565,7 +569,7 @@ def test_an_internal_failure_mid_stream_ends_with_an_error_event(monkeypatch):
     monkeypatch.setattr(demo_agent_app, "ResearchTurn", FailingTurn)
     with serve_asgi(DemoAgentApp(SECRET, pace=0)) as url:
         response = post(f"{url}/v1/research-agent", {"message": "Hi", "research_effort": "lite"})
-    events, _ = parse_sse_text(response.text)
+    events, _ = parse_sse_text(response.text, BigdataAdapter())
     assert response.status_code == HTTPStatus.OK
     assert events[-1].type == "ERROR"
     assert "COMPLETE" not in [e.type for e in events]

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from http import HTTPStatus
 
 import httpx
 import pytest
 
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from demo_agent.wire import sse_event
 from tests.servers import serve_asgi
+from tests.waiting import wait_until_sync
 
 
 @pytest.fixture
@@ -42,7 +45,7 @@ def test_events_are_written_as_the_demo_agent_writes_them(agent):
     response = post(agent.url)
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.content == b"".join(sse_event("chat-7", m) for m in messages)
-    events, malformed = parse_sse_text(response.text)
+    events, malformed = parse_sse_text(response.text, BigdataAdapter())
     assert [e.type for e in events][-1] == "COMPLETE"
     assert malformed == 0
 
@@ -84,6 +87,27 @@ def test_sleep_pauses_between_lines(agent):
     started = time.monotonic()
     assert post(agent.url).text == ": a\n: b\n"
     assert time.monotonic() - started >= 0.3
+
+
+def test_a_sleep_ends_when_the_client_leaves_and_nothing_more_is_sent(agent):
+    """A stand-in whose client gave up (a read timeout, a stopped turn) is done: its server
+    shuts down without waiting out the sleep."""
+    went_on, ended = threading.Event(), threading.Event()
+
+    def body():
+        try:
+            yield ": first\n"
+            yield Sleep(60)
+            went_on.set()
+            yield ": second\n"
+        finally:
+            ended.set()  # the reply is over: its steps are dropped
+
+    agent.queue(Reply(body=body()))
+    with httpx.stream("POST", agent.url, json={}, trust_env=False) as response:
+        assert next(response.iter_bytes()) == b": first\n"
+    wait_until_sync(ended.is_set, timeout=30, what="the reply to end")
+    assert not went_on.is_set()
 
 
 def test_drop_cuts_the_body_after_what_was_sent(agent):

@@ -80,20 +80,3 @@ def test_a_process_without_its_database_serves_probes_and_becomes_ready_by_itsel
     records = [json.loads(line) for line in lines]  # every line is one JSON object
     assert all({"time", "level", "logger", "message"} <= record.keys() for record in records)
     assert any(record["logger"] == "uvicorn.error" for record in records)  # uvicorn's too
-
-
-def test_metrics_off_answers_404(tmp_path):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "researchsite.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "SECRET_KEY": "operations-test-secret",
-        "REDIS_URL": "",
-        "METRICS_ENABLED": "false",
-    }
-    site = start_site(free_port(), env, tmp_path / "site.log")
-    try:
-        assert httpx.get(f"http://{site.host}/metrics", timeout=5).status_code == 404
-        assert httpx.get(f"http://{site.host}/healthz", timeout=5).status_code == 200
-    finally:
-        stop_site(site)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ import httpx
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
+
+from tests.waiting import wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,15 +66,17 @@ def wait_until_serving(
 ) -> None:
     """Wait until the site answers `path` (a page, rather than /healthz, has loaded Django's
     views too)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def answers() -> bool:
         try:
             httpx.get(f"http://{host}{path}", timeout=1)
-            return
         except httpx.TransportError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the site at {host} did not start") from None
-            time.sleep(0.1)
+            return False
+        return True
+
+    wait_until_sync(lambda: answers() or process.poll() is not None, timeout, f"the site at {host}")
+    if process.poll() is not None:
+        raise RuntimeError(f"the site at {host} exited before it served")
 
 
 def start_site(port: int, env: dict[str, str], log_path: Path | None = None) -> Site:

@@ -16,6 +16,7 @@ from demo_agent.scripted import Reply, ScriptedAgent, answer_stream
 from tests.scaleout.pages import Page
 from tests.scaleout.sites import NEEDS_SERVICES, running_site
 from tests.servers import free_port, serve_asgi
+from tests.waiting import wait_until
 
 pytestmark = NEEDS_SERVICES
 
@@ -104,8 +105,6 @@ def test_a_second_sigterm_ends_the_wait_and_the_turn_is_interrupted(django_user_
 
 
 async def wait_for_line(site, text: str, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not any(text in line for line in site.log_lines()):
-        assert loop.time() < deadline, f"{text!r} was not logged"
-        await asyncio.sleep(0.05)
+    await wait_until(
+        lambda: any(text in line for line in site.log_lines()), timeout, f"{text!r} logged"
+    )

@@ -3,12 +3,22 @@ sidebar, a footer), a redirect like Gemini's grounding links, and the ways a pag
 
 Every request is recorded (`requests`: method, path, headers), so a test can tell that a page
 was never asked for. Served by `tests.servers.serve_asgi` on 127.0.0.1.
+
+Also hostile pages (`gzip_bomb`) and page readers that misbehave in their helper process, for
+the tests of `chats.verify.readers`: they are passed to the pool (or put in place of
+`chats.verify.reading.read_page`) and run in the helper, which imports them from here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
+import zlib
 from dataclasses import dataclass, field
+
+from chats.verify.reading import read_page
+from demo_agent.scripted import client_left_within
 
 ARTICLE_SENTENCE = (
     "Acme Corp said on Tuesday that quarterly revenue rose 12% to $4.1 billion, helped by"
@@ -41,6 +51,9 @@ analysts' estimates.</p>
 </body></html>
 """
 
+# The same article, saying nothing of margins: no sentence of it shares a word with a margin claim.
+ARTICLE_WITHOUT_MARGINS_HTML = ARTICLE_HTML.replace(f"{MARGIN_SENTENCE} ", "")
+
 
 @dataclass
 class Page:
@@ -48,6 +61,8 @@ class Page:
     body: bytes | str = b""
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/html"})
     delay: float = 0.0  # seconds before the body, to try the time limit
+    # Set: the body waits until the test sets it (a page still loading while the test looks).
+    held: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -82,8 +97,10 @@ class PageSite:
         body = page.body.encode() if isinstance(page.body, str) else page.body
         raw = [(k.encode(), v.encode()) for k, v in page.headers.items()]
         await send({"type": "http.response.start", "status": page.status, "headers": raw})
-        if page.delay:
-            await asyncio.sleep(page.delay)
+        if page.delay and await client_left_within(receive, page.delay):
+            return  # the fetcher gave up: nobody to send the page to
+        if page.held is not None:
+            await asyncio.to_thread(page.held.wait, 60)
         await send({"type": "http.response.body", "body": body})
 
 
@@ -92,3 +109,40 @@ def news_site() -> PageSite:
     site = PageSite({"/2026/11/acme-results": Page(body=ARTICLE_HTML)})
     site.redirect("/grounding-api-redirect/AbC123", "/2026/11/acme-results")
     return site
+
+
+ABORT_MARKER = b"<!-- this page aborts its reader -->"
+
+
+def read_or_abort(body: bytes, kind: str, charset: str, url: str) -> tuple[str, str]:
+    """The real reader, but a page carrying `ABORT_MARKER` aborts the process reading it (as a
+    parser's memory corruption would)."""
+    if ABORT_MARKER in body:
+        os.abort()
+    return read_page(body, kind, charset, url)
+
+
+def read_never(body: bytes, kind: str, charset: str, url: str) -> tuple[str, str]:
+    """A reader that never finishes: a pathological page."""
+    threading.Event().wait()
+    return "", ""
+
+
+def read_greedily(body: bytes, kind: str, charset: str, url: str) -> tuple[str, str]:
+    """A reader that wants 4 GiB for a page."""
+    hog = bytearray(4 * 1024**3)
+    return str(len(hog)), ""
+
+
+def gzip_bomb(decoded_bytes: int, layers: int = 1) -> bytes:
+    """Zeros that decompress to `decoded_bytes`, gzipped `layers` times (a few KB sent)."""
+    body = b""
+    for layer in range(layers):
+        packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        if layer == 0:
+            block = bytes(1024 * 1024)
+            parts = [packer.compress(block) for _ in range(decoded_bytes // len(block))]
+        else:
+            parts = [packer.compress(body)]
+        body = b"".join(parts) + packer.flush()
+    return body

@@ -22,10 +22,11 @@ from datetime import date, datetime
 from typing import Any
 
 import anthropic
+from django.conf import settings
 
 from chats.agent import events
 from chats.agent.events import AgentEvent
-from chats.agent.providers.json_values import as_dict, is_int
+from chats.agent.json_values import as_count, as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, Passage, SourceDocument, ToolCall, web_source
@@ -116,13 +117,15 @@ class AnthropicAdapter(TypedMessagesAdapter):
                     return None
                 return self._block_start(index, block)
             case "content_block_delta":
-                block = self._blocks.get(document.get("index"))  # type: ignore[arg-type]
+                index = document.get("index")
+                block = self._blocks.get(index) if is_int(index) else None
                 delta = document.get("delta")
                 if block is None or not isinstance(delta, dict):
                     return None
                 return self._block_delta(block, delta)
             case "content_block_stop":
-                block = self._blocks.pop(document.get("index"), None)  # type: ignore[arg-type]
+                index = document.get("index")
+                block = self._blocks.pop(index, None) if is_int(index) else None
                 return self._block_stop(block) if block is not None else []
             case "message_delta":
                 self._note_container(as_dict(document.get("delta")).get("container"))
@@ -251,7 +254,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
         self._content.extend(self._message_blocks[i] for i in sorted(self._message_blocks))
         self._message_blocks = {}
         for name in USAGE_COUNTS:
-            self._usage_before[name] = self._usage_before.get(name, 0) + _count(
+            self._usage_before[name] = self._usage_before.get(name, 0) + as_count(
                 self._usage.get(name)
             )
         self._usage = {}
@@ -267,7 +270,7 @@ class AnthropicAdapter(TypedMessagesAdapter):
         if self._stop_reason == "max_tokens":
             return [events.ErrorEvent(error=CUT_SHORT)]
         usage = {
-            name: self._usage_before.get(name, 0) + _count(self._usage.get(name))
+            name: self._usage_before.get(name, 0) + as_count(self._usage.get(name))
             for name in USAGE_COUNTS
         }
         consumption = (
@@ -344,10 +347,6 @@ def _page_date(value: Any) -> date | None:
     return None
 
 
-def _count(value: Any) -> int:
-    return value if is_int(value) and value >= 0 else 0
-
-
 # --- Client ----------------------------------------------------------------------------------
 
 
@@ -365,8 +364,6 @@ class AnthropicClient(SdkStream):
     def __init__(self, *args: Any, max_tokens: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if max_tokens is None:
-            from django.conf import settings
-
             max_tokens = getattr(settings, "ANTHROPIC_MAX_TOKENS", 4096)
         self.max_tokens = max_tokens
         self._answer_adapter = AnthropicAdapter()

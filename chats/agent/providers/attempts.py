@@ -14,13 +14,14 @@ import email.utils
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
-from chats.agent._http import AgentError, host_of, http_transport, stream_timeout
+from chats.agent._http import AgentError, host_of, http_transport, stalled, stream_timeout, subject
 from chats.agent.aiohttp_transport import aiter_text
 from chats.agent.events import AgentEvent
+from chats.agent.request import AgentRequest, AgentSettings
 from chats.agent.sse import StreamAdapter, StreamReader, aiter_events
 
 logger = logging.getLogger(__name__)
@@ -105,21 +106,6 @@ TRANSPORT_ERRORS = (
 )
 
 
-class Timeouts(Protocol):
-    """What the messages quote: AgentSettings and ProviderConfig both have it."""
-
-    connect_timeout: float
-    idle_timeout: float
-
-
-class ClientSettings(Timeouts, Protocol):
-    """What every client reads of its settings: AgentSettings and ProviderConfig both have it."""
-
-    max_retries: int
-    backoff_base: float  # the first retry's delay in seconds, doubled for each next one
-    max_line_chars: int  # AGENT_MAX_LINE_BYTES: a longer line of the answer is skipped
-
-
 class RetryingClient:
     """One question to a provider: `_attempt()` asks it once and yields the events of the
     answer, and `events()` asks again, by the policy above, while an attempt fails before its
@@ -130,8 +116,10 @@ class RetryingClient:
     mid-line cannot run into the next one's; `malformed_lines` counts what they all skipped.
     """
 
+    execution_id = ""  # a Workflows run's id (chats/agent/providers/workflows.py)
+
     def __init__(
-        self, request: Any, config: ClientSettings, *, on_retry: RetryNotice | None = None
+        self, request: AgentRequest, config: AgentSettings, *, on_retry: RetryNotice | None = None
     ) -> None:
         self.request = request
         self.config = config
@@ -163,14 +151,14 @@ class RetryingClient:
 
 
 def transport_failure(
-    error: httpx.TransportError, started: bool, agent: str, host: str, timeouts: Timeouts
+    error: httpx.TransportError, started: bool, agent: str, host: str, timeouts: AgentSettings
 ) -> Exception:
     """The exception to raise for an httpx transport error of a client that calls httpx itself.
 
     `agent` names it mid-sentence ("the research agent", "Gemini"). Connecting failures and a
     connection dropped before the first event may be retried; a silence never is.
     """
-    named = agent[:1].upper() + agent[1:]
+    named = subject(agent)
     if isinstance(error, httpx.ConnectError):
         logger.warning("%s connect failed: %s", named, type(error).__name__)
         message = f"Could not reach {agent} at {host}."
@@ -179,10 +167,7 @@ def transport_failure(
         message = f"{named} at {host} did not answer within {timeouts.connect_timeout:g} s."
         return RetryableFailure(AgentError(message, kind="unreachable"))
     if isinstance(error, httpx.ReadTimeout):
-        message = (
-            f"{named} sent nothing for {timeouts.idle_timeout:g} s, so the answer was cut off."
-        )
-        return AgentError(message, kind="stalled")
+        return stalled(agent, timeouts.idle_timeout)
     if started:
         return AgentError(f"The connection to {agent} dropped mid-answer.", kind="dropped")
     message = f"The connection to {agent} dropped before it answered."
@@ -211,7 +196,7 @@ async def posted_events(
     *,
     refuse: Callable[[httpx.Response], Exception],
     agent: str,
-    timeouts: Timeouts,
+    timeouts: AgentSettings,
 ) -> AsyncIterator[AgentEvent]:
     """The events of one POST of a JSON `body` whose answer streams, made with httpx over this
     event loop's pool (`http_transport`): a refused request raises `refuse(response)` once its

@@ -14,7 +14,6 @@ the run: replaying a research request would bill and answer twice. That policy i
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, fields
 from typing import Any
 
 import httpx
@@ -22,9 +21,10 @@ import httpx
 from chats.agent import events
 from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
 from chats.agent.events import AgentEvent
-from chats.agent.providers.attempts import RetryingClient, RetryNotice, posted_events, refusal
-from chats.agent.providers.json_values import as_dict
-from chats.agent.sse import DEFAULT_MAX_LINE_CHARS, StreamAdapter, StreamMessage
+from chats.agent.json_values import as_dict, as_int, as_list, is_int, objects
+from chats.agent.providers.attempts import RetryingClient, posted_events, refusal
+from chats.agent.request import AgentRequest
+from chats.agent.sse import StreamAdapter, StreamMessage
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import (
     bounded_key,
@@ -61,19 +61,18 @@ def event_from_message(
     """Return the typed event for one message, or None when it has no string `type`.
 
     Our event schema borrows the Research Agent's message shape for every type but AUDIT and
-    GROUNDING, so those two are read here and the rest by `event_from_data`.
+    GROUNDING, so those two are read here and the rest by `events.event_from_fields`.
     """
     kind = message.get("type")
     if not isinstance(kind, str) or not kind:
         return None
     if kind == "AUDIT":
-        traces = [t for t in _list(message.get("audit_traces")) if isinstance(t, dict)]
+        traces = objects(message.get("audit_traces"))
         return events.AuditEvent(
             tool_calls=tuple(tool_call(t) for t in traces), chat_id=chat_id, raw=raw
         )
     if kind == "GROUNDING":
-        references = message.get("references")
-        references = references if isinstance(references, list) else []
+        references = as_list(message.get("references"))
         return events.GroundingEvent(
             citations=tuple(citation(r) for r in references), chat_id=chat_id, raw=raw
         )
@@ -102,8 +101,8 @@ def citation(data: Any) -> Citation:
         problem = "source is neither an object nor null"
     source = source_document(raw_source) if isinstance(raw_source, dict) else None
     return Citation(
-        start=_int(data.get("start")),
-        end=_int(data.get("end")),
+        start=as_int(data.get("start")),
+        end=as_int(data.get("end")),
         source=source,
         tool_name=_first_text(data.get("tool_name"), data.get("toolName"), tag.get("tool_name")),
         audit_ids=_audit_ids(data, tag),
@@ -132,7 +131,7 @@ def _audit_ids(data: dict[str, Any], tag: dict[str, Any]) -> tuple[str, ...]:
 
 def _passages(source: dict[str, Any]) -> tuple[Passage, ...]:
     """The text a source contributed: BIGDATA `chunks[].text`, EXTERNAL `text`."""
-    passages = [Passage.from_data(c) for c in _list(source.get("chunks")) if isinstance(c, dict)]
+    passages = [Passage.from_data(c) for c in objects(source.get("chunks"))]
     if isinstance(source.get("text"), str) and source["text"].strip():
         passages.append(Passage.from_data({"text": source["text"], **_relevance(source)}))
     return tuple(p for p in passages if p is not None and p.text.strip())
@@ -230,29 +229,18 @@ def tool_call(trace: dict[str, Any]) -> ToolCall:
 
 def _search_results(trace: dict[str, Any]) -> list[SourceDocument]:
     """The documents a search returned (`results[*].values[*]`), cited or not."""
-    documents = []
-    results = trace.get("results")
-    for result in results if isinstance(results, list) else []:
-        values = result.get("values") if isinstance(result, dict) else None
-        for value in values if isinstance(values, list) else []:
-            if isinstance(value, dict):
-                documents.append(source_document(value))
-    return documents
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return [
+        source_document(value)
+        for result in objects(trace.get("results"))
+        for value in objects(result.get("values"))
+    ]
 
 
 def _first_text(*values: Any) -> str:
     for value in values:
         if isinstance(value, str) and value:
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_int(value):
             return str(value)
     return ""
 
@@ -274,64 +262,54 @@ class BigdataAdapter:
 RESEARCH_AGENT = Upstream("the research agent", brand="Bigdata", variable="BIGDATA_API_KEY")
 
 
-@dataclass(frozen=True)
-class AgentRequest:
-    """The request body (docs/PROTOCOL.md, "Request")."""
-
-    message: str
-    research_effort: str = "standard"
-    chat_id: str | None = None
-    from_checkpoint_id: str | None = None
-    persistence_mode: str = "enabled"
-    # Question options (chats/agent/options.py): each sent only when set.
-    model_name: str | None = None
-    expected_output: str | None = None
-    structured_output_schema: dict[str, Any] | None = None
-    tools_configs: dict[str, Any] | None = None
-
-    def payload(self) -> dict[str, Any]:
-        # Not `asdict`, which deep-copies every value (the schema, the tools) only to be encoded.
-        values = ((field.name, getattr(self, field.name)) for field in fields(self))
-        return {name: value for name, value in values if value is not None}
-
-    def entitled_options(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The options this request uses that a key may lack, with words a 403 may name them by."""
-        tools = self.tools_configs or {}
-        used = [
-            ("the pro model", ("pro", "model"), self.model_name == "pro"),
-            ("charts", ("chart", "python", "code"), "python_code_execution" in tools),
-            ("structured output", ("structured", "schema"), bool(self.structured_output_schema)),
-            ("search filters", ("filter", "search", "tools"), "search" in tools),
-            ("expected output", ("expected",), bool(self.expected_output)),
-        ]
-        return [(label, words) for label, words, on in used if on]
+# The fields of the request body, in the order they are sent (docs/PROTOCOL.md, "Request").
+BODY_FIELDS = (
+    "message",
+    "research_effort",
+    "chat_id",
+    "from_checkpoint_id",
+    "persistence_mode",
+    "model_name",
+    "expected_output",
+    "structured_output_schema",
+    "tools_configs",
+)
 
 
-@dataclass(frozen=True)
-class AgentSettings:
-    url: str
-    api_key: str = ""
-    connect_timeout: float = 10.0
-    idle_timeout: float = 120.0  # between two chunks: the agent's heartbeats keep a run alive
-    max_retries: int = 3
-    backoff_base: float = 0.5
-    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
+def request_body(request: AgentRequest) -> dict[str, Any]:
+    """The request body: the fields of `BODY_FIELDS` that are set. Not `asdict`, which
+    deep-copies every value (the schema, the tools) only for them to be encoded."""
+    values = ((name, getattr(request, name)) for name in BODY_FIELDS)
+    return {name: value for name, value in values if value is not None}
+
+
+def entitled_options(request: AgentRequest) -> list[tuple[str, tuple[str, ...]]]:
+    """The options a request uses that a key may lack, with words a 403 may name them by (a
+    workflow's only option of these is its model)."""
+    tools = request.tools_configs or {}
+    model = request.workflow.model_name if request.workflow is not None else request.model_name
+    used = [
+        ("the pro model", ("pro", "model"), model == "pro"),
+        ("charts", ("chart", "python", "code"), "python_code_execution" in tools),
+        ("structured output", ("structured", "schema"), bool(request.structured_output_schema)),
+        ("search filters", ("filter", "search", "tools"), "search" in tools),
+        ("expected output", ("expected",), bool(request.expected_output)),
+    ]
+    return [(label, words) for label, words, on in used if on]
 
 
 class AgentStream(RetryingClient):
-    """Open one run of the agent and iterate its events; `adapter` reads its stream (the
-    Research Agent's by default)."""
+    """One question to the Research Agent: one POST, its stream read by `BigdataAdapter`.
 
-    def __init__(
-        self,
-        request: AgentRequest,
-        config: AgentSettings,
-        *,
-        on_retry: RetryNotice | None = None,
-        adapter: StreamAdapter | None = None,
-    ) -> None:
-        super().__init__(request, config, on_retry=on_retry)
-        self.adapter = adapter or BigdataAdapter()
+    A subclass may post another body and read another envelope (`_body`, `_adapter`): the
+    Workflows client does (chats/agent/providers/workflows.py).
+    """
+
+    def _body(self) -> dict[str, Any]:
+        return request_body(self.request)
+
+    def _adapter(self) -> StreamAdapter:
+        return BigdataAdapter()
 
     def _attempt(self) -> AsyncIterator[AgentEvent]:
         headers = {
@@ -343,11 +321,11 @@ class AgentStream(RetryingClient):
             headers["X-API-KEY"] = self.config.api_key
         return posted_events(
             self.config.url,
-            self.request.payload(),
+            self._body(),
             headers,
-            self._reader(self.adapter),
+            self._reader(self._adapter()),
             refuse=self._refusal,
-            agent="the research agent",
+            agent=RESEARCH_AGENT.name,
             timeouts=self.config,
         )
 
@@ -379,7 +357,7 @@ def _http_error(response: httpx.Response, request: AgentRequest, api_key: str) -
 
 def _not_entitled_option(request: AgentRequest, detail: str) -> str:
     """Name the option a 403 refers to: the one its detail names, else the only one in use."""
-    used = request.entitled_options()
+    used = entitled_options(request)
     named = [label for label, words in used if any(word in detail for word in words)]
     if named:
         return named[0]

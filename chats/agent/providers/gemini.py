@@ -26,13 +26,14 @@ import pydantic
 from chats.agent import events
 from chats.agent._http import Upstream, host_of, http_transport, redact, refused, stream_timeout
 from chats.agent.events import AgentEvent
-from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
+from chats.agent.json_values import as_count, as_dict, as_list, is_count
 from chats.agent.providers.attempts import (
     TRANSPORT_ERRORS,
     RetryingClient,
     refusal,
     transport_failure,
 )
+from chats.agent.request import AgentRequest, ConversationTurn
 from chats.agent.sse import StreamMessage, StreamReader
 from citations.references import Citation, Passage, SourceDocument, ToolCall
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
@@ -162,7 +163,7 @@ class GeminiAdapter:
         every chunk received so far (metadata split across chunks).
         """
         found: list[AgentEvent] = []
-        for query in _list(metadata.get("webSearchQueries")):
+        for query in as_list(metadata.get("webSearchQueries")):
             if isinstance(query, str) and query.strip() and query not in self._queries:
                 self._queries.append(query)
                 found.append(
@@ -170,10 +171,10 @@ class GeminiAdapter:
                         tool_name=WEB_SEARCH, tool_arguments={"query": query}, raw=raw
                     )
                 )
-        chunks = [c if isinstance(c, dict) else {} for c in _list(metadata.get("groundingChunks"))]
+        chunks = [as_dict(c) for c in as_list(metadata.get("groundingChunks"))]
         self._sources.extend(chunks)
         indexable = chunks or list(self._sources)
-        for support in _list(metadata.get("groundingSupports")):
+        for support in as_list(metadata.get("groundingSupports")):
             if isinstance(support, dict):
                 self._supports.append((support, indexable))
         return found
@@ -201,12 +202,12 @@ class GeminiAdapter:
         usage = self._usage
         tier: dict[str, Any] = {
             "type": self._model_version or "gemini",
-            "input_tokens": _count(usage.get("promptTokenCount")),
-            "output_tokens": _count(usage.get("candidatesTokenCount")),
-            "cached_tokens": _count(usage.get("cachedContentTokenCount")),
+            "input_tokens": as_count(usage.get("promptTokenCount")),
+            "output_tokens": as_count(usage.get("candidatesTokenCount")),
+            "cached_tokens": as_count(usage.get("cachedContentTokenCount")),
         }
         if "thoughtsTokenCount" in usage:
-            tier["reasoning_tokens"] = _count(usage.get("thoughtsTokenCount"))
+            tier["reasoning_tokens"] = as_count(usage.get("thoughtsTokenCount"))
         return (tier,)
 
 
@@ -237,12 +238,12 @@ def _support_citations(
     support: dict[str, Any], chunks: list[dict[str, Any]], offsets: _CodePointOffsets
 ) -> list[Citation]:
     """One Citation per index in `groundingChunkIndices`, all citing the support's segment."""
-    segment = support.get("segment") if isinstance(support.get("segment"), dict) else {}
+    segment = as_dict(support.get("segment"))
     part = segment.get("partIndex", 0)
     start_byte = segment.get("startIndex", 0)  # omitted when 0 (proto3 JSON)
     end_byte = segment.get("endIndex")
     problem = ""
-    if not _is_count(start_byte) or not _is_count(end_byte):
+    if not is_count(start_byte) or not is_count(end_byte):
         problem = "segment offsets are not integers"
     elif part not in (0, None):
         # Streamed answers are one text part; a later part is not something we can place.
@@ -251,13 +252,13 @@ def _support_citations(
     end = offsets(end_byte) if not problem else None
     indices = support.get("groundingChunkIndices")
     scores = support.get("confidenceScores")
-    scores = scores if isinstance(scores, list) else []
+    scores = as_list(scores)
     citations = []
-    for position, index in enumerate(indices if isinstance(indices, list) else []):
+    for position, index in enumerate(as_list(indices)):
         score = scores[position] if position < len(scores) else None
         is_number = isinstance(score, int | float) and not isinstance(score, bool)
         relevance = score if is_number else None
-        valid_index = _is_count(index) and index < len(chunks)
+        valid_index = is_count(index) and index < len(chunks)
         source = grounding_source(chunks[index]) if valid_index else None
         # A file-search or retrieval chunk carries the source's own text: that is the passage.
         # A web chunk has none: the segment's text is the answer's own words, and a claim checked
@@ -290,9 +291,7 @@ def _support_citations(
 def grounding_source(chunk: dict[str, Any]) -> SourceDocument:
     """Return a `groundingChunks[]` entry (`web` or `retrievedContext`) as a source."""
     web = chunk.get("web") if isinstance(chunk.get("web"), dict) else None
-    detail = web or (
-        chunk.get("retrievedContext") if isinstance(chunk.get("retrievedContext"), dict) else {}
-    )
+    detail = web or as_dict(chunk.get("retrievedContext"))
     raw_url = detail.get("uri") if isinstance(detail.get("uri"), str) else ""
     url = http_url(raw_url)
     title = one_line(detail.get("title"))
@@ -313,7 +312,7 @@ def _retrieved_text(chunk: dict[str, Any]) -> str:
     detail = chunk.get("retrievedContext")
     if not isinstance(detail, dict):
         return ""
-    rag = detail.get("ragChunk") if isinstance(detail.get("ragChunk"), dict) else {}
+    rag = as_dict(detail.get("ragChunk"))
     for text in (detail.get("text"), rag.get("text")):
         if isinstance(text, str) and text.strip():
             return text
@@ -329,7 +328,7 @@ def _file_name(value: Any) -> str:
 
 def _first_candidate(candidates: Any) -> dict[str, Any]:
     """Candidate 0: the one whose `index` is 0 (omitted when 0)."""
-    for candidate in candidates if isinstance(candidates, list) else []:
+    for candidate in as_list(candidates):
         if isinstance(candidate, dict) and candidate.get("index", 0) == 0:
             return candidate
     return {}
@@ -341,7 +340,7 @@ def _answer_text(candidate: dict[str, Any]) -> str:
     parts = content.get("parts") if isinstance(content, dict) else None
     return "".join(
         part["text"]
-        for part in (parts if isinstance(parts, list) else [])
+        for part in as_list(parts)
         if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
     )
 
@@ -351,22 +350,10 @@ def _error_event_message(error: dict[str, Any]) -> str:
     return f"Gemini reported an error: {detail}" if detail else "Gemini reported an error."
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _count(value: Any) -> int:
-    return value if _is_count(value) else 0
-
-
 # --- the client -----------------------------------------------------------------------------
 
 
-def request_contents(request: ProviderRequest) -> list[dict[str, Any]]:
+def request_contents(request: AgentRequest) -> list[dict[str, Any]]:
     """The branch's history as alternating user/model contents, then the new question.
 
     Gemini keeps no conversation on its side, so every follow-up resends the branch.
@@ -393,9 +380,6 @@ class GeminiClient(RetryingClient):
     first event.
     """
 
-    request: ProviderRequest
-    config: ProviderConfig
-
     async def _attempt(self) -> AsyncIterator[AgentEvent]:
         genai, errors, types = await asyncio.to_thread(load_sdk)
 
@@ -406,7 +390,7 @@ class GeminiClient(RetryingClient):
             client = genai.Client(
                 api_key=self.config.api_key,
                 http_options=types.HttpOptions(
-                    base_url=self.config.base_url or DEFAULT_BASE_URL,
+                    base_url=self.config.url or DEFAULT_BASE_URL,
                     api_version=API_VERSION,
                     httpx_async_client=http,
                 ),
@@ -439,7 +423,7 @@ class GeminiClient(RetryingClient):
             except errors.APIError as error:
                 raise self._api_error(error, started) from None
             except TRANSPORT_ERRORS as error:
-                host = host_of(self.config.base_url or DEFAULT_BASE_URL)
+                host = host_of(self.config.url or DEFAULT_BASE_URL)
                 raise transport_failure(error, started, "Gemini", host, self.config) from None
             for event in [*transport.take(), *reader.close()]:
                 yield event

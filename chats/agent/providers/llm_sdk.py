@@ -19,8 +19,9 @@ import httpx
 from chats.agent import events
 from chats.agent._http import Upstream, error_detail, redact, refused
 from chats.agent.events import AgentEvent
-from chats.agent.providers import ProviderConfig, ProviderRequest
+from chats.agent.json_values import is_int
 from chats.agent.providers.attempts import RetryingClient, posted_events, refusal
+from chats.agent.request import AgentRequest
 from chats.agent.sse import StreamMessage
 from citations.references import Citation, Passage, SourceDocument
 from citations.sources import bounded_key, content_key, http_url, one_line, url_host
@@ -75,7 +76,7 @@ class LlmSdkAdapter:
         usage = document.get("usage")
         if isinstance(usage, dict):
             for name, value in usage.items():  # summed, as the accumulator does
-                if isinstance(value, int) and not isinstance(value, bool):
+                if is_int(value):
                     self._usage[name] = self._usage.get(name, 0) + value
         return found
 
@@ -184,7 +185,7 @@ def _error_message(error: Any) -> str:
 # --- the client -----------------------------------------------------------------------------
 
 
-def request_body(request: ProviderRequest, model: str = "") -> dict[str, Any]:
+def request_body(request: AgentRequest, model: str = "") -> dict[str, Any]:
     """llm-sdk's `LanguageModelInput` shape: the branch's history, then the new question.
 
     Each earlier turn is a user message and an assistant message of one text part; `model` is
@@ -209,9 +210,6 @@ def _message(role: str, text: str) -> dict[str, Any]:
 class LlmSdkClient(RetryingClient):
     """POST the conversation to an llm-sdk agent and read its JSON-lines (or SSE) stream."""
 
-    request: ProviderRequest
-    config: ProviderConfig
-
     def _attempt(self) -> AsyncIterator[AgentEvent]:
         headers = {
             "Content-Type": "application/json",
@@ -220,7 +218,7 @@ class LlmSdkClient(RetryingClient):
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         return posted_events(
-            self.config.base_url,
+            self.config.url,
             request_body(self.request, self.config.model),
             headers,
             self._reader(LlmSdkAdapter(self.config.model), json_lines=True),

@@ -26,7 +26,7 @@ import openai
 
 from chats.agent import events
 from chats.agent.events import AgentEvent
-from chats.agent.providers.json_values import as_dict, is_int
+from chats.agent.json_values import as_dict, is_int
 from chats.agent.providers.sdk import SdkStream
 from chats.agent.sse import TypedMessagesAdapter
 from citations.references import Citation, SourceDocument, ToolCall, web_source

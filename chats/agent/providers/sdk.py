@@ -18,9 +18,8 @@ from typing import Any
 
 import httpx2  # the HTTP library both SDKs are built on; mid-body failures surface as its errors
 
-from chats.agent._http import AgentError, Upstream, error_detail, redact, refused
+from chats.agent._http import AgentError, Upstream, error_detail, redact, refused, stalled
 from chats.agent.events import AgentEvent
-from chats.agent.providers import ProviderConfig, ProviderRequest
 from chats.agent.providers.attempts import (
     RETRYABLE_STATUS,
     RetryableFailure,
@@ -45,8 +44,6 @@ class SdkStream(RetryingClient):
     key_variable = ""  # "OPENAI_API_KEY": what a 401 asks to check
     vendor: Any = None
     client_class: Any = None  # the SDK's async client: `openai.AsyncOpenAI`, ...
-    request: ProviderRequest
-    config: ProviderConfig
 
     # --- what a provider supplies ---
 
@@ -61,7 +58,7 @@ class SdkStream(RetryingClient):
         # Both SDKs take the same options.
         return self.client_class(
             api_key=self.config.api_key,
-            base_url=self.config.base_url or None,
+            base_url=self.config.url or None,
             timeout=self._timeout(),
             max_retries=0,  # `with_retries` retries instead, only before the first event
         )
@@ -125,11 +122,7 @@ class SdkStream(RetryingClient):
             for event in self._feed(parser, _stream_error({"error": error.body})):
                 yield event
         except TimeoutError:
-            raise AgentError(
-                f"{self.provider} sent nothing for {self.config.idle_timeout:g} s, "
-                "so the answer was cut off.",
-                kind="stalled",
-            ) from None
+            raise stalled(self.provider, self.config.idle_timeout) from None
         except (httpx2.TransportError, httpx2.StreamError, ValueError) as error:
             # ValueError: the SDK could not decode an event's JSON; the body is broken.
             logger.warning("%s stream broke: %s", self.provider, type(error).__name__)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chats.agent.providers import stream_formats
+from chats.agent.providers.formats import STREAM_FORMATS
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.evidence import with_checks
@@ -31,13 +31,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--provider",
-            choices=sorted(stream_formats()),
+            choices=sorted(STREAM_FORMATS),
             default="bigdata",
             help="whose wire format the body is in (default: bigdata)",
         )
 
     def handle(self, *args, path: str, fmt: str, provider: str, **options):
-        stream_format = stream_formats()[provider]
+        stream_format = STREAM_FORMATS[provider]
         events, malformed = parse_sse_text(
             _read(path), stream_format.adapter(), json_lines=stream_format.json_lines
         )

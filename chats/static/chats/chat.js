@@ -86,13 +86,7 @@
   // The server titles a chat after its first question, and a rename may come from another
   // tab: show the title the frame carries in the heading, the tab and the chat list.
   function showTitle(frame) {
-    if (!frame.chat_title) return;
-    root.querySelector(".chat-head h1").textContent = frame.chat_title;
-    const link = document.querySelector(".chat-links a[aria-current]");
-    if (link) link.textContent = frame.chat_title;
-    const field = document.getElementById("chat-title"); // the Rename form
-    if (field && document.activeElement !== field) field.value = frame.chat_title;
-    document.title = frame.page_title;
+    if (frame.chat_title) window.site.showChatTitle(frame.chat_title, frame.page_title);
   }
 
   function showConnection(text) {
@@ -328,8 +322,20 @@
         return;
       case "copy":
         return copyAnswer(button);
+      case "continue-mine": // a chat shared with the reader's team: go on in one of their own
+        return continueInMyChats(button);
     }
   });
+
+  async function continueInMyChats(button) {
+    button.disabled = true;
+    const reply = await window.site.postForm(button.dataset.url, new URLSearchParams());
+    if (reply?.url) location.assign(reply.url);
+    else {
+      button.disabled = false;
+      showConnection(connectionBanner.dataset.continueFailedText);
+    }
+  }
 
   // Copy the cited answer as Markdown with its footnotes, as the server renders it.
   async function copyAnswer(button) {
@@ -353,14 +359,8 @@
   }
 
   async function switchBranch(turnId) {
-    const body = new URLSearchParams({ turn_id: turnId });
-    const response = await fetch(root.dataset.branchUrl, {
-      method: "POST",
-      body,
-      headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
-      credentials: "same-origin",
-    });
-    if (response.ok) location.reload();
+    const switched = await window.site.postForm(root.dataset.branchUrl, new URLSearchParams({ turn_id: turnId }));
+    if (switched) location.reload();
     else showConnection(connectionBanner.dataset.switchFailedText);
   }
 
@@ -380,11 +380,6 @@
     const key = String(turnId);
     if (!streams.has(key)) streams.set(key, { seq: 0, text: "", committed: 0, fences: 0 });
     return streams.get(key);
-  }
-
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
   }
 
   // A frame can be lost (a full channel on a slow page): if a streaming turn has been quiet

@@ -123,19 +123,10 @@
   if (rename) {
     rename.addEventListener("submit", async (event) => {
       event.preventDefault();
-      const response = await fetch(rename.action, {
-        method: "POST",
-        body: new FormData(rename), // carries the form's CSRF token
-        headers: { Accept: "application/json" },
-        credentials: "same-origin",
-      });
-      if (!response.ok) { rename.submit(); return; } // let the server's page say what is wrong
-      const { title } = await response.json();
-      document.querySelector("main .chat-head h1").textContent = title;
-      const link = document.querySelector(".chat-links a[aria-current]");
-      if (link) link.textContent = title;
-      document.title = `${title} · ${document.title.split(" · ").pop()}`;
+      const renamed = await window.site.postForm(rename.action, new FormData(rename));
+      if (!renamed) { rename.submit(); return; } // let the server's page say what is wrong
       rename.closest("details").open = false;
+      window.site.showChatTitle(renamed.title, renamed.page_title);
     });
   }
 

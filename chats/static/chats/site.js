@@ -1,7 +1,43 @@
-// Behaviour every page shares: the "Theme" choice in the header, and tables wider than the
-// screen that scroll in their own box.
+// Behaviour every page shares: what the page scripts share (posting a form, showing a chat's
+// title), the "Theme" choice in the header, and tables wider than the screen that scroll in
+// their own box. Loaded (deferred) before every other page script, which use `window.site`.
 (() => {
   "use strict";
+
+  // --- Shared by the page scripts ----------------------------------------------------------
+
+  // POST a form's fields (FormData, or URLSearchParams) as the page's own request, asking for
+  // JSON (chats/form_replies.py). Returns the answer's JSON, or null when the post failed: the
+  // caller then posts the plain form, whose page says what went wrong, or says so itself.
+  async function postForm(url, fields) {
+    const response = await fetch(url, {
+      method: "POST",
+      body: fields,
+      headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
+      credentials: "same-origin",
+    }).catch(() => null);
+    return response?.ok ? response.json().catch(() => null) : null;
+  }
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  // A chat's title as the server words it (renamed here or in another tab, or named after its
+  // first question): in the heading, the tab, the chat list and the Rename field, unless that
+  // field is being edited.
+  function showChatTitle(title, pageTitle) {
+    const heading = document.querySelector("main .chat-head h1");
+    if (heading) heading.textContent = title;
+    const link = document.querySelector(".chat-links a[aria-current]");
+    if (link) link.textContent = title;
+    const field = document.getElementById("chat-title"); // the Rename form
+    if (field && document.activeElement !== field) field.value = title;
+    document.title = pageTitle;
+  }
+
+  window.site = { postForm, showChatTitle };
 
   // --- Theme: applied at once, kept on the server for the user (chats/preferences.py) ------
   // Without this script the form's Save button posts the same choice and reloads.
@@ -17,13 +53,7 @@
       document.querySelector('meta[name="color-scheme"]')?.setAttribute(
         "content", theme === "system" ? "light dark" : theme);
       document.dispatchEvent(new CustomEvent("themechange")); // charts.js redraws in it
-      const response = await fetch(form.action, {
-        method: "POST",
-        body: new FormData(form), // carries the form's CSRF token
-        headers: { Accept: "application/json" },
-        credentials: "same-origin",
-      }).catch(() => null);
-      if (!response || !response.ok) form.submit(); // the plain form says what went wrong
+      if (!(await postForm(form.action, new FormData(form)))) form.submit();
     });
   }
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 import trustme
 import uvloop
+from aiohttp.base_protocol import BaseProtocol
 
 from chats.agent import aiohttp_transport, close_http_sessions, http_transport, ssl_context
 from chats.agent.aiohttp_transport import (
@@ -75,13 +76,13 @@ async def reset_mid_body(reader, writer) -> None:
 
 
 async def stall_before_answering(reader, writer) -> None:
-    await asyncio.sleep(5)
+    await reader.read()  # silent until the client gives up and leaves
 
 
 async def stall_mid_body(reader, writer) -> None:
     writer.write(HEADERS + chunk(EVENT))
     await writer.drain()
-    await asyncio.sleep(5)
+    await reader.read()  # silent until the client gives up and leaves
 
 
 async def stall_after_events(reader, writer) -> None:
@@ -92,7 +93,7 @@ async def stall_after_events(reader, writer) -> None:
         await asyncio.sleep(0.1)
         writer.write(chunk(EVENT))
     await writer.drain()
-    await asyncio.sleep(5)
+    await reader.read()  # silent until the client gives up and leaves
 
 
 async def answer_in_full(reader, writer) -> None:
@@ -227,9 +228,10 @@ async def test_a_compressed_body_is_decoded_by_httpx(name, reader):
 @pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("name", TRANSPORTS)
 async def test_each_fault_raises_the_same_httpx_error(name, reader, fault, error):
+    read_timeout = 0.2 if error is httpx.ReadTimeout else 0.5  # a stall is waited out
     async with raw_server(fault) as url:
         with pytest.raises(httpx.TransportError) as caught:
-            await read_body(url, TRANSPORTS[name](), READERS[reader])
+            await read_body(url, TRANSPORTS[name](), READERS[reader], read_timeout)
     assert type(caught.value) is error
 
 
@@ -425,7 +427,8 @@ async def test_the_servers_shutdown_closes_the_pool():
 async def test_a_turn_sent_on_a_connection_the_agent_is_closing_is_retried_on_a_new_one():
     """The pool's one hazard (docs/DEPLOY.md): the agent closes an idle connection just as a
     turn sends its request on it. The turn is retried on a new connection, and the page told."""
-    from chats.agent.providers.bigdata import AgentRequest, AgentSettings, AgentStream
+    from chats.agent.providers.bigdata import AgentStream
+    from chats.agent.request import AgentRequest, AgentSettings
     from demo_agent.wire import sse_event
 
     answer = sse_event("c1", {"type": "ANSWER", "content": "part"})
@@ -724,8 +727,6 @@ async def test_a_paced_body_moves_no_timer_per_packet(monkeypatch):
 @pytest.fixture
 def resumes(monkeypatch) -> list[int]:
     """Counts the times a connection's protocol really resumes reading (aiohttp's own code)."""
-    from aiohttp.base_protocol import BaseProtocol
-
     count = [0]
     resume = BaseProtocol.resume_reading
 
@@ -754,21 +755,33 @@ async def send_four_megabytes(reader, writer) -> None:
     await writer.drain()
 
 
-async def test_a_reader_that_falls_behind_pauses_the_connection_and_resumes_it(resumes):
+async def test_a_reader_that_falls_behind_pauses_the_connection_and_resumes_it(
+    resumes, monkeypatch
+):
     """Flow control still works: bytes past aiohttp's buffer limit pause the connection while
     the reader is away, and reading resumes it, to the body's end. Away for longer than the
     read timeout, too: the agent is not silent, the reader is behind."""
+
+    paused = asyncio.Event()
+    pause = BaseProtocol.pause_reading
+
+    def noted(self, *args, **kwargs):
+        paused.set()
+        pause(self, *args, **kwargs)
+
+    monkeypatch.setattr(BaseProtocol, "pause_reading", noted)
 
     async def slow(response: httpx.Response) -> list[bytes]:
         parts = []
         async for part in aiter_text(response):
             if not parts:
-                await asyncio.sleep(0.8)  # the agent fills the buffer meanwhile
+                await paused.wait()  # the agent filled the buffer
+                await asyncio.sleep(0.2)  # and the reader stays away past the read timeout
             parts.append(part.encode())
         return parts
 
     async with raw_server(send_four_megabytes) as url:
-        reading = read_body(url, http_transport(), slow, read_timeout=0.3)
+        reading = read_body(url, http_transport(), slow, read_timeout=0.15)
         reads = await asyncio.wait_for(reading, 10)
     await close_http_sessions()
     assert b"".join(reads) == (b"x" * 65535 + b"\n") * 64

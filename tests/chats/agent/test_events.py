@@ -39,14 +39,6 @@ def test_what_the_log_stores_reads_back_as_the_same_event(message):
     assert event.raw == json.dumps(message)
 
 
-def test_events_logged_before_the_schema_read_as_bigdata_messages():
-    legacy_grounding = {"type": "GROUNDING", "references": [ref(0, 3, bigdata_source("a"))]}
-    event = event_from_data(legacy_grounding)
-    assert [c.source.key for c in event.citations] == ["id:a"]
-    legacy_audit = {"type": "AUDIT", "audit_traces": [{"tool_id": "t", "title": "x"}]}
-    assert [c.tool_id for c in event_from_data(legacy_audit).tool_calls] == ["t"]
-
-
 def test_unknown_types_keep_their_fields():
     event = event_from_data({"type": "NOT_ENTITLED", "feature": "f"})
     assert isinstance(event, UnknownEvent)

@@ -50,3 +50,20 @@ def test_log_lines_and_tracebacks_have_secrets_masked(settings):
     line = logging.Formatter().format(record)
     assert "calling with [redacted]" in line and "upstream said [redacted]" in line
     assert settings.OPENAI_API_KEY not in line
+
+
+def test_the_identity_providers_client_secret_is_masked_in_log_lines(settings):
+    settings.OIDC_CLIENT_SECRET = "oidc-client-secret-0123456789"
+    record = logging.LogRecord(
+        "allauth",
+        logging.ERROR,
+        __file__,
+        1,
+        "token request with %s",
+        ("oidc-client-secret-0123456789",),
+        None,
+    )
+    RedactSecretsFilter().filter(record)
+    line = logging.Formatter().format(record)
+    assert line.startswith("token request with [redacted]")
+    assert "oidc-client-secret" not in line

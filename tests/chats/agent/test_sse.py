@@ -14,6 +14,7 @@ from chats.agent.events import (
     GroundingEvent,
     UnknownEvent,
 )
+from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import (
     LineSplitter,
     StreamReader,
@@ -33,7 +34,7 @@ def line(message, **envelope):
 @pytest.mark.parametrize("name", CAPTURES)
 def test_every_capture_parses_without_loss(stream_fixtures_dir, name):
     text = (stream_fixtures_dir / f"{name}.sse").read_text()
-    events, malformed = parse_sse_text(text)
+    events, malformed = parse_sse_text(text, BigdataAdapter())
     data_lines = [raw for raw in text.splitlines() if raw.startswith("data:")]
     assert malformed == 0
     assert len(events) == len(data_lines)
@@ -50,14 +51,16 @@ def test_every_capture_parses_without_loss(stream_fixtures_dir, name):
 
 
 def test_workflow_envelope_reads_delta(stream_fixtures_dir):
-    events, _ = parse_sse_text((stream_fixtures_dir / "workflow.sse").read_text())
+    events, _ = parse_sse_text((stream_fixtures_dir / "workflow.sse").read_text(), BigdataAdapter())
     assert isinstance(events[0], GroundingEvent)
     assert isinstance(events[-1], CompleteEvent)
     assert events[-1].checkpoint_id == "ckpt-h1"
 
 
 def test_lifecycle_capture_has_all_types_typed(stream_fixtures_dir):
-    events, _ = parse_sse_text((stream_fixtures_dir / "lifecycle.sse").read_text())
+    events, _ = parse_sse_text(
+        (stream_fixtures_dir / "lifecycle.sse").read_text(), BigdataAdapter()
+    )
     types = {e.type for e in events}
     # Every type of a run that completes, but charts (not asked for) and the failures.
     assert types == set(KNOWN_TYPES) - {"CHART", "LLM_RETRY", "TOOL_ERROR", "ERROR"}
@@ -85,7 +88,7 @@ def test_heartbeats_comments_fields_and_crlf_are_normal():
         + "\n"
         + line({"type": "COMPLETE", "checkpoint_id": "k"})
     )
-    events, malformed = parse_sse_text(text)
+    events, malformed = parse_sse_text(text, BigdataAdapter())
     assert malformed == 0
     assert [e.type for e in events] == ["ANSWER", "ANSWER", "COMPLETE"]
     assert Transcript.from_events(events).answer == "Hi there"
@@ -104,7 +107,7 @@ def test_malformed_lines_are_skipped_and_counted():
         + "\n"
         + line({"type": "ANSWER", "content": "b"})
     )
-    events, malformed = parse_sse_text(text)
+    events, malformed = parse_sse_text(text, BigdataAdapter())
     assert malformed == 5
     assert Transcript.from_events(events).answer == "ab"
 
@@ -113,7 +116,7 @@ def test_unknown_types_are_kept_not_fatal():
     text = line({"type": "NOT_ENTITLED", "feature": "c", "start": 0}) + line(
         {"type": "ANSWER", "content": "x"}
     )
-    events, _ = parse_sse_text(text)
+    events, _ = parse_sse_text(text, BigdataAdapter())
     assert isinstance(events[0], UnknownEvent)
     assert events[0].type == "NOT_ENTITLED"
     assert events[0].data["feature"] == "c"
@@ -121,26 +124,26 @@ def test_unknown_types_are_kept_not_fatal():
 
 
 def test_answer_content_is_never_trimmed():
-    events, _ = parse_sse_text(line({"type": "ANSWER", "content": "  spaced \n"}))
+    events, _ = parse_sse_text(line({"type": "ANSWER", "content": "  spaced \n"}), BigdataAdapter())
     assert events[0].content == "  spaced \n"
 
 
 def test_error_event_has_a_message_even_without_one():
-    events, _ = parse_sse_text(line({"type": "ERROR"}))
+    events, _ = parse_sse_text(line({"type": "ERROR"}), BigdataAdapter())
     assert isinstance(events[0], ErrorEvent)
     assert events[0].error
 
 
 async def test_events_arrive_whatever_the_chunking(stream_fixtures_dir):
     text = (stream_fixtures_dir / "lifecycle.sse").read_text().replace("\n", "\r\n")
-    expected, _ = parse_sse_text(text)
+    expected, _ = parse_sse_text(text, BigdataAdapter())
 
     async def chunks(size):
         for i in range(0, len(text), size):
             yield text[i : i + size]
 
     for size in (1, 2, 7, 64, 10_000):
-        parser = StreamReader()
+        parser = StreamReader(BigdataAdapter())
         got = [e async for e in aiter_events(chunks(size), parser)]
         assert [e.data for e in got] == [e.data for e in expected], size
         assert parser.malformed_lines == 0
@@ -155,7 +158,7 @@ async def test_an_event_is_yielded_as_soon_as_its_line_ends():
         arrived.append("second chunk requested")
         yield line({"type": "ANSWER", "content": "second"})
 
-    parser = StreamReader()
+    parser = StreamReader(BigdataAdapter())
     stream = aiter_events(chunks(), parser)
     first = await anext(stream)
     assert first.content == "first"
@@ -164,7 +167,7 @@ async def test_an_event_is_yielded_as_soon_as_its_line_ends():
 
 
 def test_a_line_over_the_cap_is_skipped_whole_and_counted():
-    reader = StreamReader(max_line_chars=100)
+    reader = StreamReader(BigdataAdapter(), max_line_chars=100)
     events = reader.feed_text(line({"type": "ANSWER", "content": "x" * 200}))
     events += reader.feed_text(line({"type": "ANSWER", "content": "ok"}))
     events += reader.close()
@@ -177,7 +180,7 @@ def test_a_line_over_the_cap_is_skipped_whole_and_counted():
 
 
 def test_an_endless_line_is_dropped_as_it_arrives_not_buffered():
-    reader = StreamReader(max_line_chars=1000)
+    reader = StreamReader(BigdataAdapter(), max_line_chars=1000)
     for _ in range(1000):
         reader.feed_text("data: " + "x" * 1000)
     assert reader.splitter._buffered == 0  # nothing held past the cap
@@ -187,7 +190,7 @@ def test_an_endless_line_is_dropped_as_it_arrives_not_buffered():
 
 
 def test_lines_split_on_cr_lf_and_crlf_even_across_chunks():
-    reader = StreamReader()
+    reader = StreamReader(BigdataAdapter())
     text = line({"type": "ANSWER", "content": "a"}).replace("\n", "\r")
     text += line({"type": "ANSWER", "content": "b"}).replace("\n", "\r\n")
     events = []

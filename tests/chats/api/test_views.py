@@ -153,3 +153,32 @@ def test_the_monthly_usage_limit_refuses_an_api_question_with_429(api, upstream,
     assert second.json()["detail"].startswith("You have used 1,000 of your 1,001 tokens")
     assert str(resets_on()) in second.json()["detail"]
     assert len(upstream.requests) == 1  # refused before any call reached the agent
+
+
+def test_a_chat_shared_with_the_team_is_read_never_written_through_the_api(
+    site, user, other_user, django_user_model
+):
+    from chats.teams.services import team_chat_share, team_create, team_member_add
+
+    team = team_create(name="research", owner=user)
+    team_member_add(team=team, by=user, username=other_user.username)
+    outsider = django_user_model.objects.create_user("carol", password="pw-carol-12345")
+    chat = Chat.objects.create(owner=user, title="Shared")
+    turn = Turn.objects.create(chat=chat, question="q", status=Turn.Status.COMPLETE)
+    team_chat_share(chat=chat, team=team, user=user)
+
+    with api_client(site, token_for(other_user)) as member:
+        assert member.get(f"/chats/{chat.pk}").json()["title"] == "Shared"
+        assert member.get(f"/turns/{turn.pk}").json()["question"] == "q"
+        for refused in (
+            member.post(f"/chats/{chat.pk}/turns", json={"question": "mine?"}),
+            member.patch(f"/chats/{chat.pk}", json={"title": "Mine"}),
+            member.delete(f"/chats/{chat.pk}"),
+            member.post(f"/turns/{turn.pk}/stop"),
+        ):
+            assert refused.status_code == 403 and "shared with you to read" in refused.text
+    with api_client(site, token_for(outsider)) as stranger:
+        assert stranger.get(f"/chats/{chat.pk}").status_code == 404
+        assert stranger.get(f"/turns/{turn.pk}").status_code == 404
+    chat.refresh_from_db()
+    assert chat.title == "Shared" and Turn.objects.filter(chat=chat).count() == 1

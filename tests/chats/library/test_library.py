@@ -88,7 +88,11 @@ def test_rename_answers_json_when_asked_and_refuses_a_blank_title(logged_in, cha
     response = logged_in.post(
         url, {"title": "Copper, again"}, headers={"Accept": "application/json"}
     )
-    assert response.json() == {"ok": True, "title": "Copper, again"}
+    assert response.json() == {
+        "ok": True,
+        "title": "Copper, again",
+        "page_title": "Copper, again · ResearchSite",
+    }
 
     response = logged_in.post(url, {"title": "   "}, headers={"Accept": "application/json"})
     assert response.status_code == HTTPStatus.BAD_REQUEST
@@ -203,7 +207,7 @@ def test_json_export_has_turns_references_and_sources(logged_in, chat):
     assert turn["answer"] == "Prices should rise."
     assert [s["name"] for s in turn["sources"]] == ["Mining Weekly"]
     assert [(r["start"], r["end"], r["footnote"]) for r in turn["references"]] == [(0, 19, 1)]
-    assert [c["check"]["status"] for c in turn["claims"]] == ["no_passage"]  # the claim check
+    assert [c["check"]["status"] for c in turn["claims"]] == ["not read"]  # the claim check
 
 
 def test_json_export_carries_charts_and_structured_output(logged_in, chat):

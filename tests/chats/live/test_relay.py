@@ -456,7 +456,7 @@ async def test_closing_the_relay_releases_a_join_that_waits(chat, monkeypatch):
 
     async def hangs(to_list, to_unlist):
         listing.set()
-        await asyncio.sleep(3600)
+        await asyncio.Future()  # never answers
 
     elsewhere.listing.list_in_redis = hangs
     joining = asyncio.create_task(elsewhere.join(chat.pk, page))

@@ -8,12 +8,14 @@ import inspect
 import json
 import textwrap
 import threading
+from types import SimpleNamespace
 
 import pytest
 from channels.consumer import AsyncConsumer
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
+from chats.live import limits as socket_limits
 from chats.models import Turn, TurnEvent
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.chats.conftest import events_of, sse
@@ -503,19 +505,22 @@ async def test_sockets_of_a_dead_process_stop_counting_when_their_lease_lapses(
     assert not await OpenSocket.objects.filter(channel_name__startswith="dead").aexists()
 
 
-async def test_frames_past_the_rate_are_dropped_with_an_error(connect, user, chat, settings):
+async def test_frames_past_the_rate_are_dropped_with_an_error(
+    connect, user, chat, settings, monkeypatch
+):
     settings.WS_MAX_FRAMES_PER_SECOND = 5
+    clock = SimpleNamespace(now=100.0)  # the socket's frame rate reads this clock, not time's
+    monkeypatch.setattr(socket_limits, "time", SimpleNamespace(monotonic=lambda: clock.now))
     client = await connect(user, chat)
-    # Frames the consumer answers at once (unknown type), so the bucket barely refills meanwhile.
-    for _ in range(10):
+    for _ in range(10):  # frames the consumer answers (unknown type), in no time at all
         await client.send({"type": "dance"})
     codes = [(await client.receive())["code"] for _ in range(10)]
-    assert codes[:5] == ["bad_frame"] * 5  # handled: a burst of 5 is allowed
-    assert codes.count("rate_limited") >= 3  # the rest dropped, each with an error frame
-    assert await client.communicator.receive_nothing(timeout=0.3)  # and the socket stays
-    await asyncio.sleep(1)  # the bucket refills
+    assert codes == ["bad_frame"] * 5 + ["rate_limited"] * 5  # a burst of 5, then refused
+    assert await client.communicator.receive_nothing(timeout=0.1)  # and the socket stays
+    clock.now += 0.2  # a fifth of a second: one frame's worth of the bucket comes back
     await client.send({"type": "dance"})
-    assert (await client.receive())["code"] == "bad_frame"
+    await client.send({"type": "dance"})
+    assert [(await client.receive())["code"] for _ in range(2)] == ["bad_frame", "rate_limited"]
 
 
 async def test_sustained_flooding_closes_the_socket(connect, user, chat, settings):

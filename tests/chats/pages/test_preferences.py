@@ -5,7 +5,8 @@ from __future__ import annotations
 from http import HTTPStatus
 
 import pytest
-from django.test import Client
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from chats.models import Preference
@@ -72,3 +73,16 @@ def test_it_needs_a_login_a_post_and_a_csrf_token(client, user):
     refused = checked.post(reverse("theme_set"), {"theme": "dark"})
     assert refused.status_code == HTTPStatus.FORBIDDEN
     assert not Preference.objects.exists()
+
+
+def test_the_header_costs_one_query_and_its_theme_none(logged_in, user, django_assert_num_queries):
+    """The theme is the session's copy, taken at its first page and changed with the choice;
+    the header's one query is its count of unseen changes."""
+    assert '<html lang="en">' in logged_in.get(reverse("chat_list")).content.decode()
+    logged_in.post(reverse("theme_set"), {"theme": "dark"}, HTTP_ACCEPT="application/json")
+    request = RequestFactory().get("/")
+    request.user, request.session = user, logged_in.session
+    assert request.session["theme"] == "dark"  # loads the session before counting
+    with django_assert_num_queries(1):
+        html = render_to_string("base.html", request=request)
+    assert '<html lang="en" data-theme="dark">' in html

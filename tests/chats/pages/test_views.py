@@ -184,10 +184,11 @@ def test_the_chat_page_costs_the_same_queries_for_many_turns(
     for i in range(30):
         parent = Turn.objects.create(chat=chat, parent=parent, question=f"q{i}", status="complete")
         AuditTrace.objects.create(turn=parent, position=0, audit_type="SearchAuditV1", data={})
+    logged_in.get(reverse("chat_list"))  # the session's first page copies the user's theme
     # Session, user, chat, turns, their traces, the newest turn id, the sidebar's chats, the
-    # chat's share, the user's saved output schemas and theme, the header's count of unseen
-    # changes, and this month's usage warning: none of them grows with the turns.
-    with django_assert_max_num_queries(12):
+    # chat's share, the user's saved output schemas, the header's count of unseen changes, and
+    # this month's usage warning (the theme is the session's): none of them grows with the turns.
+    with django_assert_max_num_queries(11):
         response = logged_in.get(reverse("chat_detail", args=[chat.pk]))
     assert response.content.decode().count('class="turn"') == 30
 

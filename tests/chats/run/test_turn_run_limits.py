@@ -6,14 +6,18 @@ Each against the real site and a stand-in agent on a real loopback port, with sm
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
+from channels.db import database_sync_to_async
 
 from chats.answer.display import duration_text
 from chats.models import Turn, TurnEvent
-from demo_agent.scripted import Reply, Sleep, answer_stream
+from chats.services import chat_create
+from demo_agent.scripted import Reply, ScriptedAgent, Sleep, answer_stream
 from tests.chats.conftest import events_of, sse
+from tests.servers import serve_asgi
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,6 +119,23 @@ async def test_keep_alives_without_events_end_as_stalled(connect, user, chat, up
     _, turn, took = await run_turn(connect, user, chat, timeout=5)
     assert (turn.status, turn.error_kind) == (Turn.Status.INTERRUPTED, "stalled")
     assert turn.error == "The research agent sent nothing for 0.5 s, so the answer was cut off."
+    assert turn.answer_text == "Half an answer"
+    assert took < 3
+
+
+async def test_a_stall_names_the_chats_agent(connect, user, settings):
+    """An llm-sdk agent that sends keep-alives and no event: the run's idle limit says whose."""
+    settings.AGENT_IDLE_TIMEOUT = 0.5
+    settings.AGENT_MAX_RETRIES = 0
+    stand_in = ScriptedAgent()
+    part = {"delta": {"index": 0, "part": {"type": "text", "text": "Half an answer"}}}
+    stand_in.queue(Reply(body=[json.dumps(part) + "\n", *keep_alives(6)]))
+    with serve_asgi(stand_in) as url:
+        settings.LLMSDK_AGENT_URL = f"{url}/agent"
+        chat = await database_sync_to_async(chat_create)(owner=user, provider="llm-sdk")
+        _, turn, took = await run_turn(connect, user, chat, timeout=5)
+    assert (turn.status, turn.error_kind) == (Turn.Status.INTERRUPTED, "stalled")
+    assert turn.error == "The llm-sdk agent sent nothing for 0.5 s, so the answer was cut off."
     assert turn.answer_text == "Half an answer"
     assert took < 3
 

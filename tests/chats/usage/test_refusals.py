@@ -120,7 +120,7 @@ def test_a_watch_refused_for_the_limit_is_paused_saying_why(user, chat, upstream
 
 
 async def test_a_workflow_is_refused_before_the_agent_is_called(user, upstream, settings, limited):
-    settings.DEMO_AGENT_ENABLED = True
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-risk"]
     settings.WORKFLOW_URL = f"{upstream.url}/v1/workflow/execute"
     await database_sync_to_async(finished_turn)(
         await Chat.objects.acreate(owner=user, title="Earlier")
@@ -128,7 +128,8 @@ async def test_a_workflow_is_refused_before_the_agent_is_called(user, upstream, 
     web = AsyncClient()
     await web.aforce_login(user)
     response = await web.post(
-        reverse("workflow_run"), {"workflow": "demo:demo.risk_scan", "input_company": "NVIDIA"}
+        reverse("workflow_run"),
+        {"workflow": "id:tmpl-risk", "inputs_json": '{"company": "NVIDIA"}'},
     )
     assert response.status_code == HTTPStatus.BAD_REQUEST
     assert REFUSED in response.content.decode()

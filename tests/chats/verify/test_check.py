@@ -20,12 +20,22 @@ from chats.services import chat_create
 from citations.models import Reference, SourcePage
 from tests.servers import serve_asgi
 from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gemini, stream
-from tests.standins.pages import ARTICLE_HTML, MARGIN_SENTENCE, news_site
+from tests.standins.pages import (
+    ABORT_MARKER,
+    ARTICLE_HTML,
+    ARTICLE_WITHOUT_MARGINS_HTML,
+    MARGIN_SENTENCE,
+    Page,
+    gzip_bomb,
+    news_site,
+    read_or_abort,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SENTENCES = ["Revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
+ACME = ["Acme revenue rose 12% to $4.1 billion.", " Gross margin widened to 38%."]
 REDIRECT = "/grounding-api-redirect/AbC123"
 
 
@@ -42,6 +52,7 @@ def news(settings):
     site = news_site()
     with serve_asgi(site) as url:
         site.url = url
+        site.hostport = urlsplit(url).netloc
         settings.SOURCE_FETCH_ENABLED = True
         settings.SOURCE_FETCH_ALLOWED_HOSTS = [urlsplit(url).netloc]
         yield site
@@ -65,7 +76,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
     assert "Checking 1 source…" in finished["html"]
     checked = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]
     html = checked["html"]
-    assert "2 cited claims: 1 checked, 1 figure not found in its source." in html
+    assert "2 cited claims: 1 figure found, 1 not found." in html
     assert "38% not found in its source" in html
     assert "12% and $4.1 billion found in its source" in html
     # The passage is the page's own sentence (its words shared with the claim marked).
@@ -82,7 +93,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
     page = await SourcePage.objects.aget()
     assert (page.final_url, page.problem) == (final, "")
     checks = [r.claim_check["status"] async for r in Reference.objects.filter(turn_id=turn_id)]
-    assert checks == ["supported", "figure_not_found"]
+    assert checks == ["supported", "figure not found"]
 
     web = AsyncClient()
     await web.aforce_login(user)
@@ -90,9 +101,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
         response = await web.get(reverse(name, args=[chat.pk]))
         assert "38% not found in its source" in response.content.decode()
     markdown = (await web.get(reverse("chat_export", args=[chat.pk]))).content.decode()
-    assert (
-        "> Figure check: 2 cited claims: 1 checked, 1 figure not found in its source." in markdown
-    )
+    assert "> Figure check: 2 cited claims: 1 figure found, 1 not found." in markdown
     exported = (await web.get(reverse("chat_export_json", args=[chat.pk]))).json()
     assert "38% not found in its source" in str(exported)
 
@@ -121,14 +130,14 @@ async def test_a_private_source_is_never_requested_and_its_claims_are_not_checke
 
     html = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]["html"]
     assert news.requests == []
-    assert "2 cited claims: 2 without a passage to check." in html
+    assert "2 cited claims: 2 not read." in html
     assert " checked" not in html.split("claim-summary")[1].split("</p>")[0]
     assert (
         "The page could not be read (refused: 127.0.0.1 is a loopback address), so its claims"
         " are not checked."
     ) in html
     checks = [r.claim_check["status"] async for r in Reference.objects.filter(turn_id=turn_id)]
-    assert checks == ["no_passage", "no_passage"]
+    assert checks == ["not read", "not read"]
 
 
 async def test_with_fetching_off_nothing_is_fetched_and_no_claim_is_checked(
@@ -137,7 +146,7 @@ async def test_with_fetching_off_nothing_is_fetched_and_no_claim_is_checked(
     settings.SOURCE_FETCH_ENABLED = False
     _, client, turn_id = await ask_gemini(connect, user, gemini, news.url + REDIRECT)
     html = (await client.receive_until("turn.finished", turn_id=turn_id, timeout=30))[-1]["html"]
-    assert "2 cited claims: 2 without a passage to check." in html
+    assert "2 cited claims: 2 not read." in html
     assert news.requests == []
 
 
@@ -179,7 +188,7 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
 
     await finished.arefresh_from_db()
     html = finished.answer_html
-    assert "2 cited claims: 1 checked, 1 figure not found in its source." in html
+    assert "2 cited claims: 1 figure found, 1 not found." in html
     assert "The passage the agent cited" in html
     assert "From the page, fetched" in html
     assert news.paths == ["/2026/11/acme-results"]  # the chunked source's page is not fetched
@@ -297,3 +306,215 @@ async def test_a_check_stopped_while_its_page_is_read_stores_it_unread_and_says_
     assert "the server restarted before it was read" in checked.answer_html
     assert "Checking 1 source" not in checked.answer_html
     assert checked.answer_html == (await Turn.objects.aget(pk=turn.pk)).answer_html
+
+
+# --- every page's failure stays that page's; bounded and fair ---------------------------------
+
+
+async def finished_turn_citing_each(user, claims: list[tuple[str, str]]) -> Turn:
+    """A stored turn of `user`'s whose claims each cite their own page without a passage."""
+    from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
+    from citations.references import Citation, SourceDocument
+
+    answer, citations = "", []
+    for claim, url in claims:
+        source = SourceDocument(key=f"url:{url}", type="WEB", name="news.example", url=url)
+        citations.append(Citation(start=len(answer), end=len(answer) + len(claim), source=source))
+        answer += claim + " "
+    return await finished_turn(
+        user,
+        [AnswerEvent(content=answer), GroundingEvent(citations=tuple(citations)), CompleteEvent()],
+    )
+
+
+async def test_a_page_killing_its_reader_a_bomb_a_rot13_charset_and_an_octal_address_say_why(
+    user, news, monkeypatch
+):
+    """Cited beside a good page in one answer: the good page's claims are checked and cached,
+    each bad page says in one line why it was not read, and this (the server's) process goes on.
+    The reader is the real one, but aborts its process for the page that carries the marker."""
+    from chats.verify import reading
+    from chats.verify.check import check_turn_sources
+
+    monkeypatch.setattr(reading, "read_page", read_or_abort)
+    html = {"content-type": "text/html"}
+    news.pages["/aborts"] = Page(body=ARTICLE_HTML + ABORT_MARKER.decode())
+    bomb = gzip_bomb(16 * 1024**2, layers=2)
+    news.pages["/bomb"] = Page(body=bomb, headers={**html, "content-encoding": "gzip, gzip"})
+    news.pages["/rot13"] = Page(
+        body="<p>Erirahr ebfr 12%.</p>", headers={"content-type": "text/html; charset=rot13"}
+    )
+    turn = await finished_turn_citing_each(
+        user,
+        [
+            ("Revenue rose 12% to $4.1 billion.", f"{news.url}/2026/11/acme-results"),
+            ("Margin widened to 31.5%.", f"{news.url}/aborts"),
+            ("Costs fell 3%.", f"{news.url}/bomb"),
+            ("Sales rose 9%.", f"{news.url}/rot13"),
+            ("Debt fell 4%.", "http://0177.0.0.1/x"),
+        ],
+    )
+
+    await check_turn_sources(turn.pk)
+
+    await turn.arefresh_from_db()
+    html_text = turn.answer_html
+    assert "5 cited claims: 1 figure found, 4 not read." in html_text
+    for line in (
+        "not read: it stopped the process reading it",
+        "not read: more than one content encoding (gzip, gzip)",
+        "not read: an unreadable character set (rot13)",
+        "not read: refused: 0177.0.0.1 is an address written in a non-standard form",
+    ):
+        assert f'<p class="evidence-check evidence-check-not-read">{line}</p>' in html_text
+    assert "12% and $4.1 billion found in its source" in html_text
+    good = await SourcePage.objects.aget(url=f"{news.url}/2026/11/acme-results")
+    assert (good.problem, MARGIN_SENTENCE in good.text) == ("", True)
+    assert await SourcePage.objects.acount() == 5  # the bad pages are cached with their problem
+
+
+async def test_pages_past_the_limit_of_a_turn_are_not_read_and_say_so(user, news, settings):
+    from chats.verify.check import check_turn_sources
+
+    settings.SOURCE_FETCH_MAX_PAGES_PER_TURN = 2
+    for n in range(4):
+        news.pages[f"/a{n}"] = Page(body=ARTICLE_HTML)
+    turn = await finished_turn_citing_each(
+        user,
+        [(f"Sales of line {n} rose {n + 40}%.", f"{news.url}/a{n}") for n in range(4)],
+    )
+    await check_turn_sources(turn.pk)
+
+    await turn.arefresh_from_db()
+    assert news.paths == ["/a0", "/a1"]
+    assert turn.answer_html.count("not read: over the limit of 2 pages a turn") == 2
+    summary = turn.answer_html.split('claim-summary">')[1].split("<")[0]
+    assert summary == "4 cited claims: 2 not found, 2 not read."
+
+
+class StallingPages:
+    """A page server whose every request waits until released; it counts the requests it holds."""
+
+    def __init__(self) -> None:
+        self.held = 0
+        self.released = threading.Event()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        self.held += 1
+        await asyncio.to_thread(self.released.wait)
+        headers = [(b"content-type", b"text/html")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": ARTICLE_HTML.encode()})
+
+
+async def test_one_users_stalling_pages_never_hold_another_users_check(
+    user, django_user_model, news, settings
+):
+    """48 pages that never answer in one user's answer, one fast page in another's: the second
+    check is done while every one of the first user's fetches is still held, and the first user
+    never holds more than their share of the slots."""
+    from chats.verify.check import MAX_PER_USER, start_source_checks, wait_for_source_checks
+
+    other = await django_user_model.objects.acreate(username="other-analyst")
+    stalling = StallingPages()
+    told: list[int] = []
+
+    async def on_checked(checked: Turn) -> None:
+        told.append(checked.pk)
+
+    with serve_asgi(stalling) as slow_url:
+        settings.SOURCE_FETCH_ALLOWED_HOSTS = [news.hostport, urlsplit(slow_url).netloc]
+        try:
+            slow = await finished_turn_citing_each(
+                user, [(f"Claim {n} rose {n}%.", f"{slow_url}/p{n}") for n in range(48)]
+            )
+            fast = await finished_turn_citing(other, f"{news.url}/2026/11/acme-results")
+            start_source_checks([slow.pk], on_checked)
+            await wait_until(lambda: stalling.held == MAX_PER_USER, what="the slow user's share")
+            start_source_checks([fast.pk], on_checked)
+            await wait_until(lambda: fast.pk in told, what="the other user's check")
+            assert stalling.held == MAX_PER_USER  # all still held: they never blocked it
+            assert slow.pk not in told
+        finally:
+            stalling.released.set()
+        await wait_for_source_checks()
+    assert told == [fast.pk, slow.pk]
+    checked = await Turn.objects.aget(pk=fast.pk)
+    assert "38% not found in its source" in checked.answer_html
+
+
+async def test_waiting_pages_are_served_user_by_user_in_turn():
+    from chats.verify.check import FairSlots
+
+    slots = FairSlots(total=1, per_user=1)
+    order: list[str] = []
+    gate = asyncio.Event()
+
+    async def page(user: str) -> None:
+        async with slots.slot(user):
+            order.append(user)
+            await gate.wait()
+
+    first = asyncio.create_task(page("a"))
+    await wait_until(lambda: order == ["a"])
+    rest = [asyncio.create_task(page(u)) for u in ["a", "a", "a", "b", "c"]]
+    await wait_until(lambda: sum(len(q) for q in slots.waiting.values()) == 5)
+    gate.set()
+    await asyncio.gather(first, *rest)
+    assert order == ["a", "b", "c", "a", "a", "a"]
+    assert (slots.running, slots.running_for, slots.waiting) == (0, {}, {})
+
+
+async def test_a_claim_sharing_no_word_with_its_page_is_flagged_live_and_after_a_reload(
+    connect, user, reviewer, gemini, news
+):
+    """Gemini's "Acme revenue rose 12% to $4.1 billion. Gross margin widened to 38%." citing a
+    page that states 12% and $4.1 billion and never mentions margins: the page was read, 38% is
+    not on it, and that is what the check says, naming the figure; the other claim is
+    supported. The states are the exports' contract."""
+    news.pages["/2026/11/acme-results"] = Page(body=ARTICLE_WITHOUT_MARGINS_HTML)
+    gemini.queue(stream(*grounded_answer(ACME, [(news.url + REDIRECT, "news.example")])))
+    chat = await database_sync_to_async(chat_create)(owner=user, provider="gemini")
+    client = await connect(user, chat)
+    await client.send({"type": "ask", "message": "How did Acme do?", "research_effort": "lite"})
+    turn_id = (await client.receive_until("turn.started"))[-1]["turn_id"]
+
+    checked = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]
+    summary = "2 cited claims: 1 figure found, 1 not found."
+    for html in (checked["html"], (await Turn.objects.aget(pk=turn_id)).answer_html):
+        assert f'<p class="claim-summary">{summary}</p>' in html
+        assert (
+            '<p class="evidence-check evidence-check-flagged">38% not found in its source</p>'
+            in html
+        )
+        assert "No sentence of the page shares a word with this claim." in html
+        assert "12% and $4.1 billion found in its source" in html
+
+    web = AsyncClient()
+    await web.aforce_login(user)
+    page = (await web.get(reverse("chat_detail", args=[chat.pk]))).content.decode()
+    assert summary in page and "38% not found in its source" in page
+    exported = (await web.get(reverse("chat_export_json", args=[chat.pk]))).json()
+    claims = exported["turns"][0]["claims"]
+    assert [(c["check"]["status"], c["check"]["message"]) for c in claims] == [
+        ("supported", "12% and $4.1 billion found in its source"),
+        ("figure not found", "38% not found in its source"),
+    ]
+    markdown = (await web.get(reverse("chat_export", args=[chat.pk]))).content.decode()
+    assert f"> Figure check: {summary}\n" in markdown
+    assert (
+        "> - figure not found: “Gross margin widened to 38%.” (38% not found in its source)"
+        in markdown
+    )
+
+    admin = AsyncClient()
+    await admin.aforce_login(reviewer)
+    review = (await admin.get(reverse("admin:chats_turn_change", args=[turn_id]))).content.decode()
+    assert "supported: 12% and $4.1 billion found in its source" in review
+    assert "38% not found in its source" in review
+    flagged = await admin.get(reverse("admin:chats_turn_changelist") + "?check=figure+not+found")
+    assert f"/admin/chats/turn/{turn_id}/change/" in flagged.content.decode()
+    unread = await admin.get(reverse("admin:chats_turn_changelist") + "?check=not+read")
+    assert f"/admin/chats/turn/{turn_id}/change/" not in unread.content.decode()

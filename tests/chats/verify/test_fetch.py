@@ -3,14 +3,29 @@ ask for at all (the server records every request, so "never requested" is checke
 
 from __future__ import annotations
 
+import asyncio
+import zlib
 from urllib.parse import urlsplit
 
 import pytest
 
 from chats.outbound import address_problem
-from chats.verify.fetch import USER_AGENT, PageFetcher
+from chats.verify.fetch import USER_AGENT, PageFetcher, _CappedBody
+from chats.verify.readers import PageReaders
 from tests.servers import serve_asgi
-from tests.standins.pages import ARTICLE_SENTENCE, MARGIN_SENTENCE, Page, PageSite, news_site
+from tests.standins.pages import (
+    ABORT_MARKER,
+    ARTICLE_HTML,
+    ARTICLE_SENTENCE,
+    MARGIN_SENTENCE,
+    Page,
+    PageSite,
+    gzip_bomb,
+    news_site,
+    read_greedily,
+    read_never,
+    read_or_abort,
+)
 
 
 @pytest.fixture
@@ -136,9 +151,9 @@ async def test_a_plain_text_page_is_its_own_text(news):
 
 async def test_a_page_slower_than_the_time_limit_gives_up(news):
     news.pages["/slow"] = Page(body="<p>late</p>", delay=3)
-    async with PageFetcher(allowed_hosts=[news.hostport], timeout=1) as fetcher:
+    async with PageFetcher(allowed_hosts=[news.hostport], timeout=0.2) as fetcher:
         fetched = await fetcher.fetch(f"{news.url}/slow")
-    assert fetched.problem == "no answer within 1 s"
+    assert fetched.problem == "no answer within 0.2 s"
 
 
 async def test_redirects_stop_after_five_hops(news):
@@ -187,3 +202,111 @@ async def test_credentials_in_a_link_are_not_sent(news):
 )
 def test_only_public_addresses_may_be_fetched(address, problem):
     assert address_problem(address) == problem
+
+
+# --- what a page's body may do: encodings, charsets, and its reader's process ---------------
+
+
+async def test_a_gzipped_page_is_decompressed_and_read(news):
+    packer = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    body = packer.compress(ARTICLE_HTML.encode()) + packer.flush()
+    news.pages["/gz"] = Page(
+        body=body, headers={"content-type": "text/html", "content-encoding": "gzip"}
+    )
+    async with PageFetcher(allowed_hosts=[news.hostport]) as fetcher:
+        fetched = await fetcher.fetch(f"{news.url}/gz")
+    assert fetched.problem == ""
+    assert MARGIN_SENTENCE in fetched.text
+    assert news.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "problem"),
+    [
+        # 269 bytes that are 16 MiB once decoded twice; one layer is refused before decoding.
+        ("gzip, gzip", gzip_bomb(16 * 1024**2, layers=2),
+         "more than one content encoding (gzip, gzip)"),
+        ("gzip", gzip_bomb(16 * 1024**2), "larger than 2 MiB"),
+        ("br", b"\x0b\x02\x80hello\x03", "an unsupported content encoding (br)"),
+        ("gzip", b"not gzip at all", "a broken gzip body"),
+    ],
+)  # fmt: skip
+async def test_a_compressed_body_is_capped_as_it_is_decoded(news, encoding, body, problem):
+    """The cap holds on decoded bytes, counted as they are decompressed: the bomb stops at
+    2 MiB, and the fetch stops reading there."""
+    headers = {"content-type": "text/html", "content-encoding": encoding}
+    news.pages["/bomb"] = Page(body=body, headers=headers)
+    async with PageFetcher(allowed_hosts=[news.hostport]) as fetcher:
+        fetched = await fetcher.fetch(f"{news.url}/bomb")
+    assert (fetched.problem, fetched.text) == (problem, "")
+
+
+def test_a_bomb_never_grows_past_the_cap_in_memory():
+    """Each piece is decompressed only as far as the cap: 16 MiB of zeros arriving in one
+    piece leave at most the cap and one byte decoded, never the whole."""
+    body = _CappedBody(2 * 1024**2, "gzip")
+    assert body.add(gzip_bomb(16 * 1024**2)) is False
+    assert body.problem == "larger than 2 MiB"
+    assert body.data == bytearray()
+    small = _CappedBody(2 * 1024**2, "gzip")
+    assert small.add(gzip_bomb(1024**2)) and small.finish()
+    assert len(small.data) == 1024**2
+
+
+@pytest.mark.parametrize(
+    ("charset", "problem"),
+    [
+        ("rot13", "an unreadable character set (rot13)"),
+        ("x-no-such-charset", "an unknown character set (x-no-such-charset)"),
+    ],
+)
+async def test_a_page_declaring_a_charset_that_is_not_text_says_so(news, charset, problem):
+    news.pages["/rot13"] = Page(
+        body="<html><body><p>Erirahr ebfr 12%.</p></body></html>",
+        headers={"content-type": f"text/html; charset={charset}"},
+    )
+    async with PageFetcher(allowed_hosts=[news.hostport]) as fetcher:
+        fetched = await fetcher.fetch(f"{news.url}/rot13")
+    assert (fetched.problem, fetched.text) == (problem, "")
+
+
+async def test_a_declared_charset_is_used_to_read_the_page(news):
+    news.pages["/latin1"] = Page(
+        body="<html><body><article><p>Le chiffre d'affaires a progressé de 12 % à 4,1 milliards"
+        " d'euros.</p></article></body></html>".encode("latin-1"),
+        headers={"content-type": "text/html; charset=iso-8859-1"},
+    )
+    async with PageFetcher(allowed_hosts=[news.hostport]) as fetcher:
+        fetched = await fetcher.fetch(f"{news.url}/latin1")
+    assert "progressé de 12 %" in fetched.text
+
+
+async def test_a_page_that_aborts_its_reader_fails_alone_and_the_next_page_is_read(news):
+    """The reader aborts its process (as a parser's memory corruption does): that page says
+    why, the server's process goes on, and the pool replaces the worker for the next pages."""
+    news.pages["/abort"] = Page(body=ARTICLE_HTML + ABORT_MARKER.decode())
+    async with PageFetcher(allowed_hosts=[news.hostport], reader=read_or_abort) as fetcher:
+        aborted, good = await asyncio.gather(
+            fetcher.fetch(f"{news.url}/abort"), fetcher.fetch(f"{news.url}/2026/11/acme-results")
+        )
+        again = await fetcher.fetch(f"{news.url}/2026/11/acme-results")
+    assert (aborted.problem, aborted.text) == ("it stopped the process reading it", "")
+    assert MARGIN_SENTENCE in good.text
+    assert MARGIN_SENTENCE in again.text
+
+
+async def test_a_reader_past_its_time_or_memory_cap_ends_and_the_page_says_why(news):
+    readers = PageReaders(workers=1, seconds=1, memory_bytes=256 * 1024**2)
+    url = f"{news.url}/2026/11/acme-results"
+    read = {}
+    try:
+        for name, reader in [("stuck", read_never), ("greedy", read_greedily), ("good", None)]:
+            async with PageFetcher(
+                allowed_hosts=[news.hostport], readers=readers, reader=reader
+            ) as fetcher:
+                read[name] = await fetcher.fetch(url)
+    finally:
+        readers.close()
+    assert read["stuck"].problem == "took longer than 1 s to read"
+    assert read["greedy"].problem == "needed more than 256 MiB to read"
+    assert MARGIN_SENTENCE in read["good"].text

@@ -3,7 +3,7 @@ moved."""
 
 from __future__ import annotations
 
-from chats.agent.events import event_from_data
+from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
 from chats.services import turn_finish, turn_start
@@ -14,9 +14,10 @@ SECOND = [("Revenue rose 14% to $4.2 billion.", "Reuters"), ("Demand was strong.
 
 
 def answered_turn(chat: Chat, claims=FIRST) -> Turn:
-    """A finished turn as a run stores it, from the scripted stand-in's own stream."""
+    """A finished turn as a run stores it, from the scripted stand-in's own stream (read as
+    the Research Agent's adapter reads it)."""
     started = turn_start(chat=chat, question="How did revenue do?", research_effort="standard")
     transcript = Transcript()
     for message in cited_answer_stream(claims):
-        transcript.apply(event_from_data(message))
+        transcript.apply(event_from_message(message))
     return turn_finish(turn_id=started.turn.pk, transcript=transcript, status=Turn.Status.COMPLETE)

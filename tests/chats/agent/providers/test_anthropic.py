@@ -18,9 +18,9 @@ from chats.agent.events import (
     ErrorEvent,
     ToolErrorEvent,
 )
-from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.anthropic import AnthropicAdapter, AnthropicClient
 from chats.agent.providers.sdk import wire_document
+from chats.agent.request import AgentRequest, AgentSettings, ConversationTurn
 from chats.agent.sse import StreamMessage
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -234,8 +234,8 @@ def client(url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
     config.setdefault("backoff_base", 0.01)
     return AnthropicClient(
-        request or ProviderRequest(message="How is inflation?"),
-        ProviderConfig(name="anthropic", api_key=KEY, base_url=url, model="claude-x", **config),
+        request or AgentRequest(message="How is inflation?"),
+        AgentSettings(api_key=KEY, url=url, model="claude-x", **config),
         on_retry=(lambda message, delay: _note(notices, message, delay))
         if notices is not None
         else None,
@@ -295,7 +295,7 @@ async def test_a_follow_up_sends_the_history(standin):
         ConversationTurn(question="Q1", answer="A1"),
         ConversationTurn(question="Q2", answer="A2"),
     )
-    await run(client(standin.url, ProviderRequest(message="Q3", history=history)))
+    await run(client(standin.url, AgentRequest(message="Q3", history=history)))
     assert standin.payloads[0]["messages"] == [
         {"role": "user", "content": "Q1"},
         {"role": "assistant", "content": "A1"},

@@ -16,7 +16,7 @@ from chats.agent.providers.attempts import (
     transport_failure,
     with_retries,
 )
-from chats.agent.providers.bigdata import AgentSettings
+from chats.agent.request import AgentSettings
 
 
 def test_retry_after_in_seconds_or_as_an_http_date():

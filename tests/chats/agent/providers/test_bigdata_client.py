@@ -6,7 +6,8 @@ import time
 import pytest
 
 from chats.agent import AgentError
-from chats.agent.providers.bigdata import AgentRequest, AgentSettings, AgentStream
+from chats.agent.providers.bigdata import AgentStream
+from chats.agent.request import AgentRequest, AgentSettings
 from chats.agent.transcript import Transcript
 from demo_agent.scripted import Drop, Reply, ScriptedAgent, Sleep, Stall, answer_stream
 from tests.servers import free_port, serve_asgi

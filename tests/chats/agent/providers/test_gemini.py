@@ -12,8 +12,9 @@ from django.core.management import call_command
 
 from chats.agent import AgentError
 from chats.agent.events import ActionEvent, CompleteEvent, ErrorEvent
-from chats.agent.providers import PROVIDERS, ConversationTurn, ProviderConfig, ProviderRequest
+from chats.agent.providers import PROVIDERS
 from chats.agent.providers.gemini import GeminiAdapter, GeminiClient
+from chats.agent.request import AgentRequest, AgentSettings, ConversationTurn
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -300,8 +301,8 @@ def gemini():
 def client(url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
     return GeminiClient(
-        request or ProviderRequest(message="What happened to Samsung?"),
-        ProviderConfig(name="gemini", api_key=KEY, base_url=url, model="gemini-test", **config),
+        request or AgentRequest(message="What happened to Samsung?"),
+        AgentSettings(api_key=KEY, url=url, model="gemini-test", **config),
         on_retry=(lambda m, d: _record(notices, m, d)) if notices is not None else None,
     )
 
@@ -340,7 +341,7 @@ async def test_sdk_streams_a_grounded_answer_whose_citations_resolve_exactly(gem
 
 async def test_follow_up_sends_the_branch_history(gemini):
     gemini.queue(stream(chunk("Yes.", finishReason="STOP")))
-    request = ProviderRequest(
+    request = AgentRequest(
         message="And Intel?",
         history=(
             ConversationTurn("What happened to Samsung?", "It won an order."),
@@ -480,7 +481,7 @@ def test_settings(settings):
     settings.GEMINI_API_KEY = KEY
     settings.GEMINI_MODEL = "gemini-x"
     config = PROVIDERS["gemini"].settings()
-    assert (config.name, config.model, config.api_key) == ("gemini", "gemini-x", KEY)
+    assert (config.model, config.api_key) == ("gemini-x", KEY)
     assert KEY not in repr(config)
 
 

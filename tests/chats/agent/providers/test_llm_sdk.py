@@ -12,8 +12,9 @@ from django.core.management import call_command
 
 from chats.agent import AgentError
 from chats.agent.events import AnswerEvent, ThinkingEvent
-from chats.agent.providers import PROVIDERS, ConversationTurn, ProviderConfig, ProviderRequest
+from chats.agent.providers import PROVIDERS
 from chats.agent.providers.llm_sdk import LlmSdkAdapter, LlmSdkClient
+from chats.agent.request import AgentRequest, AgentSettings, ConversationTurn
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -158,8 +159,8 @@ def client(url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
     config.setdefault("api_key", TOKEN)
     return LlmSdkClient(
-        request or ProviderRequest(message="How much coffee?"),
-        ProviderConfig(name="llm-sdk", base_url=url, **config),
+        request or AgentRequest(message="How much coffee?"),
+        AgentSettings(url=url, **config),
         on_retry=(lambda m, d: _record(notices, m, d)) if notices is not None else None,
     )
 
@@ -181,7 +182,7 @@ async def test_streams_a_cited_answer_and_sends_history(agent):
             pause=0.01,
         )
     )
-    request = ProviderRequest(
+    request = AgentRequest(
         message="How much coffee?",
         history=(ConversationTurn("Is coffee healthy?", "In moderation."),),
     )
@@ -289,7 +290,7 @@ def test_settings(settings):
     settings.LLMSDK_AGENT_URL = "https://agent.example/run"
     settings.LLMSDK_AGENT_TOKEN = TOKEN
     config = PROVIDERS["llm-sdk"].settings()
-    assert (config.base_url, config.api_key) == ("https://agent.example/run", TOKEN)
+    assert (config.url, config.api_key) == ("https://agent.example/run", TOKEN)
     assert TOKEN not in repr(config)
 
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from chats.agent.providers import stream_formats
+from chats.agent.providers.formats import STREAM_FORMATS
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -201,7 +201,7 @@ BODIES = {
 @pytest.mark.parametrize("bad", [*BAD_VALUES, MISSING], ids=[*map(repr, BAD_VALUES), "missing"])
 @pytest.mark.parametrize("provider", sorted(BODIES))
 def test_one_malformed_citation_drops_only_itself(provider, bad):
-    stream_format = stream_formats()[provider]
+    stream_format = STREAM_FORMATS[provider]
     events, _ = parse_sse_text(
         BODIES[provider](bad), stream_format.adapter(), json_lines=stream_format.json_lines
     )

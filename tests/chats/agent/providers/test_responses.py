@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from chats.agent import AgentError
 from chats.agent.events import ActionEvent, AnswerEvent, AuditEvent, CompleteEvent, ErrorEvent
-from chats.agent.providers import ConversationTurn, ProviderConfig, ProviderRequest
 from chats.agent.providers.responses import (
     LINK_SHAPES,
     OpenAIClient,
@@ -21,6 +20,7 @@ from chats.agent.providers.responses import (
     XaiClient,
 )
 from chats.agent.providers.sdk import wire_document
+from chats.agent.request import AgentRequest, AgentSettings, ConversationTurn
 from chats.agent.sse import StreamMessage, parse_sse_text
 from chats.agent.transcript import Transcript
 from citations.render import render_markdown
@@ -301,10 +301,8 @@ def client(cls, url, request=None, *, notices=None, **config):
     config.setdefault("max_retries", 2)
     config.setdefault("backoff_base", 0.01)
     return cls(
-        request or ProviderRequest(message="What is new at xAI?"),
-        ProviderConfig(
-            name=cls.flavour, api_key=KEY, base_url=f"{url}/v1", model="model-x", **config
-        ),
+        request or AgentRequest(message="What is new at xAI?"),
+        AgentSettings(api_key=KEY, url=f"{url}/v1", model="model-x", **config),
         on_retry=(lambda message, delay: _note(notices, message, delay))
         if notices is not None
         else None,
@@ -343,10 +341,10 @@ async def test_a_follow_up_continues_from_the_previous_response(standin):
         client(
             OpenAIClient,
             standin.url,
-            ProviderRequest(message="Q2", history=history, previous_response_id="resp_1"),
+            AgentRequest(message="Q2", history=history, previous_response_id="resp_1"),
         )
     )
-    await run(client(OpenAIClient, standin.url, ProviderRequest(message="Q2", history=history)))
+    await run(client(OpenAIClient, standin.url, AgentRequest(message="Q2", history=history)))
     first, second = standin.payloads
     assert first["previous_response_id"] == "resp_1"
     assert first["input"] == [{"role": "user", "content": "Q2"}]

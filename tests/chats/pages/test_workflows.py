@@ -1,18 +1,24 @@
-"""Workflows: the list, the request body, a run end to end against the demo agent, resuming a
-dropped stream with its execution_id, and errors in plain words."""
+"""Workflows: the list, the run form, a run end to end against the demo agent, resuming a
+dropped stream with its execution_id, errors in plain words; a run is asked as a question is
+(the same batch, limit, refusal and session check)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from http import HTTPStatus
 
-import httpx
 import pytest
+from channels.db import database_sync_to_async
+from django.contrib.sessions.backends.db import SessionStore
 from django.test import AsyncClient
 from django.urls import reverse
 
+from chats.errors import ErrorCode, TurnStartError
 from chats.models import Chat, Turn, WorkflowTemplate
-from chats.run.workflows import WorkflowRequest, placeholders, workflow_url
+from chats.pages.workflows import placeholders, workflow_ask
+from chats.run.asks import ask_start, session_check
+from chats.services import TurnAsk, turn_start
 from demo_agent import DemoAgentApp
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.servers import serve_asgi
@@ -46,6 +52,17 @@ async def web(user):
     return client
 
 
+@pytest.fixture
+def demo_templates(settings):
+    """The demo agent's built-in templates, offered as researchsite/settings.py offers them."""
+    from demo_agent.workflows import BUILTIN_TEMPLATES
+
+    settings.WORKFLOW_BUILTIN_TEMPLATES = {
+        tid: {"name": template.name, "inputs": list(template.inputs)}
+        for tid, template in BUILTIN_TEMPLATES.items()
+    }
+
+
 # --- Templates and the request --------------------------------------------------------------
 
 
@@ -54,37 +71,11 @@ def test_placeholders_are_found_in_every_string_of_a_template():
     assert placeholders(template) == ("company", "year")
 
 
-def test_the_request_sends_only_what_is_set():
-    assert WorkflowRequest(template="t1").payload() == {"template": "t1"}
-    full = WorkflowRequest(
-        template={"prompt": "x"},
-        input={"company": "NVIDIA"},
-        model_name="pro",
-        time_range="last_30_days",
-        execution_id="exec-9",
-    )
-    assert full.payload() == {
-        "template": {"prompt": "x"},
-        "input": {"company": "NVIDIA"},
-        "model_name": "pro",
-        "time_range": "last_30_days",
-        "execution_id": "exec-9",
-    }
-
-
-def test_the_workflow_url_sits_next_to_the_research_agent(settings):
-    settings.WORKFLOW_URL = ""
-    settings.RESEARCH_AGENT_URL = "https://agents.bigdata.com/v1/research-agent"
-    assert workflow_url() == "https://agents.bigdata.com/v1/workflow/execute"
-    settings.RESEARCH_AGENT_URL = f"http://127.0.0.1:8000{settings.DEMO_AGENT_PATH}"
-    assert workflow_url() == f"http://127.0.0.1:8000{settings.DEMO_WORKFLOW_PATH}"
-    settings.WORKFLOW_URL = "https://elsewhere.example/wf"
-    assert workflow_url() == "https://elsewhere.example/wf"
-
-
-def test_the_list_shows_configured_saved_and_demo_templates(client, user, other_user, settings):
+def test_the_list_shows_configured_saved_and_built_in_templates(client, user, other_user, settings):
     settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-earnings-42"]
-    settings.DEMO_AGENT_ENABLED = True
+    settings.WORKFLOW_BUILTIN_TEMPLATES = {
+        "demo.earnings_brief": {"name": "Earnings brief", "inputs": ["company"]}
+    }
     WorkflowTemplate.objects.create(owner=user, name="My scan", template={"prompt": "{{ticker}}"})
     WorkflowTemplate.objects.create(owner=other_user, name="Not mine", template={"prompt": "x"})
     client.force_login(user)
@@ -107,8 +98,7 @@ def test_saving_a_template_needs_a_json_object(client, user):
 # --- Runs -------------------------------------------------------------------------------------
 
 
-async def test_a_demo_workflow_runs_end_to_end(web, user, settings):
-    settings.DEMO_AGENT_ENABLED = True
+async def test_a_demo_workflow_runs_end_to_end(web, user, settings, demo_templates):
     settings.WORKFLOW_URL = ""
     settings.AGENT_MAX_RETRIES = 0
     settings.EVENT_FLUSH_INTERVAL = 0.01
@@ -116,7 +106,7 @@ async def test_a_demo_workflow_runs_end_to_end(web, user, settings):
         settings.RESEARCH_AGENT_URL = f"{url}/v1/research-agent"
         response = await run_form(
             web,
-            workflow="demo:demo.earnings_brief",
+            workflow="builtin:demo.earnings_brief",
             input_company="NVIDIA",
             time_range="last_365_days",
             model="pro",
@@ -137,9 +127,10 @@ async def test_a_demo_workflow_runs_end_to_end(web, user, settings):
     }
 
 
-async def test_missing_inputs_are_refused_before_anything_is_sent(web, user, settings, upstream):
-    settings.DEMO_AGENT_ENABLED = True
-    response = await run_form(web, workflow="demo:demo.risk_scan", input_company="  ")
+async def test_missing_inputs_are_refused_before_anything_is_sent(
+    web, user, upstream, demo_templates
+):
+    response = await run_form(web, workflow="builtin:demo.risk_scan", input_company="  ")
     assert response.status_code == HTTPStatus.BAD_REQUEST
     assert "Fill in: company" in response.content.decode()
     assert upstream.payloads == [] and not await Chat.objects.filter(owner=user).aexists()
@@ -256,33 +247,64 @@ async def test_a_409_on_resume_says_to_run_it_again(web, user, settings, upstrea
     assert "Run the workflow again" in turn.error
 
 
-# --- The demo agent's endpoint ------------------------------------------------------------------
+# --- A run is asked as a question is --------------------------------------------------------
 
 
-def test_the_demo_agent_replays_an_execution_on_resume():
-    with serve_asgi(DemoAgentApp("secret", pace=0)) as url:
-        endpoint = f"{url}/v1/workflow/execute"
-        body = {"template": "demo.risk_scan", "input": {"company": "Tesla"}}
-        with httpx.stream("POST", endpoint, json=body, timeout=30) as response:
-            assert response.status_code == HTTPStatus.OK
-            lines = response.iter_lines()
-            seen = []
-            for line in lines:
-                if line.startswith("data: "):
-                    seen.append(json.loads(line[6:]))
-                if len(seen) == 3:
-                    break  # leave mid-stream
-        execution_id = seen[0]["execution_id"]
-        assert all(set(e) == {"request_id", "execution_id", "delta"} for e in seen)
-        resumed = httpx.post(endpoint, json={**body, "execution_id": execution_id}, timeout=30)
-        replay = [json.loads(x[6:]) for x in resumed.text.splitlines() if x.startswith("data: ")]
-        assert [e["delta"] for e in replay[:3]] == [e["delta"] for e in seen]
-        assert replay[-1]["delta"]["type"] == "COMPLETE"
-        assert {e["execution_id"] for e in replay} == {execution_id}
-        assert replay[0]["request_id"] != seen[0]["request_id"]
-        other = {"template": "demo.earnings_brief", "execution_id": execution_id}
-        assert httpx.post(endpoint, json=other, timeout=30).status_code == HTTPStatus.CONFLICT
-        unknown = {"execution_id": "exec-nope"}
-        assert httpx.post(endpoint, json=unknown, timeout=30).status_code == HTTPStatus.NOT_FOUND
-        missing = {"template": "demo.risk_scan"}
-        assert httpx.post(endpoint, json=missing, timeout=30).status_code == 422
+async def test_a_workflow_is_refused_at_the_turn_limit_as_a_question_is(
+    web, user, settings, upstream
+):
+    settings.AGENT_MAX_CONCURRENT_TURNS = 1
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    busy, other = await Chat.objects.acreate(owner=user), await Chat.objects.acreate(owner=user)
+    await database_sync_to_async(turn_start)(chat=busy, question="Running", research_effort="lite")
+    with pytest.raises(TurnStartError) as question:
+        await ask_start(TurnAsk(chat=other, question="Q", research_effort="lite"), lambda: True)
+    ask = await database_sync_to_async(workflow_ask)(user=user, form={"workflow": "id:tmpl-1"})
+    with pytest.raises(TurnStartError) as workflow:
+        await ask_start(ask, lambda: True)
+    assert workflow.value.code == question.value.code == ErrorCode.TOO_MANY_TURNS
+    assert str(workflow.value) == str(question.value)
+
+    response = await run_form(web, workflow="id:tmpl-1")
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert str(question.value) in response.content.decode()
+    assert await Chat.objects.filter(owner=user).acount() == 2  # no chat made for the run
+    assert upstream.payloads == []
+
+
+async def test_workflows_and_questions_asked_together_start_in_one_batch(user, settings, upstream):
+    """One transaction (one `created_at`) and one count of the owner's limit for all of them."""
+    settings.AGENT_MAX_CONCURRENT_TURNS = 3
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    chats = [await Chat.objects.acreate(owner=user) for _ in range(2)]
+    form = {"workflow": "id:tmpl-1", "inputs_json": '{"company": "NVIDIA"}'}
+    workflows = [await database_sync_to_async(workflow_ask)(user=user, form=form) for _ in range(2)]
+    questions = [TurnAsk(chat=c, question="Q", research_effort="lite") for c in chats]
+    asks = [questions[0], workflows[0], questions[1], workflows[1]]
+    outcomes = await asyncio.gather(
+        *(ask_start(ask, lambda: True) for ask in asks), return_exceptions=True
+    )
+    started = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert [o.code for o in outcomes if isinstance(o, BaseException)] == [ErrorCode.TOO_MANY_TURNS]
+    turns = [await Turn.objects.select_related("chat").aget(pk=s.turn.turn.pk) for s in started]
+    assert len({turn.created_at for turn in turns}) == 1
+    (run,) = [turn for turn in turns if turn.workflow]
+    assert (run.chat.owner_id, run.chat.provider, run.chat.title) == (
+        user.pk,
+        "bigdata",
+        "Workflow “tmpl-1” (company: NVIDIA)",
+    )
+    assert run.chat.active_turn_id == run.pk
+    assert await Chat.objects.filter(owner=user).acount() == 3  # the refused run made no chat
+    for turn in turns:
+        await finished_turn(turn.chat_id)
+
+
+async def test_a_workflow_asked_as_its_session_ends_starts_nothing(web, user, settings, upstream):
+    settings.WORKFLOW_TEMPLATE_IDS = ["tmpl-1"]
+    session = SessionStore(session_key=web.cookies[settings.SESSION_COOKIE_NAME].value)
+    ask = await database_sync_to_async(workflow_ask)(user=user, form={"workflow": "id:tmpl-1"})
+    await database_sync_to_async(session.delete)()  # signed out in another tab
+    assert await ask_start(ask, session_check(session)) is None
+    assert not await Chat.objects.filter(owner=user).aexists()
+    assert upstream.payloads == []

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0017_usage'),
+        ('chats', '0018_teams_sharing'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
