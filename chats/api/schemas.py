@@ -95,7 +95,10 @@ class Source(Schema):
 
 
 class Check(Schema):
-    status: str = Field(description="supported, figure_not_found, no_passage or no_figures.")
+    status: str = Field(
+        description="supported, figure not found, no figure to check or not read "
+        "(citations.claims.CHECK_STATES)."
+    )
     message: str
 
 
@@ -128,7 +131,7 @@ class Turn(Schema):
         description="The question and the cited answer with its footnotes, sources and figure"
         ' check, as "Export Markdown" writes it.'
     )
-    checks_summary: str = Field(description='"2 cited claims: 2 checked", or "".')
+    checks_summary: str = Field(description='"2 cited claims: 2 figures found", or "".')
     citations: list[Citation]
     sources: list[Source]
     charts: list[dict[str, Any]]

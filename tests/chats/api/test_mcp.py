@@ -61,7 +61,7 @@ def test_an_mcp_client_lists_the_tools_and_gets_a_cited_answer(site, upstream, u
     text = text_of(answer)
     assert text.startswith("## How did NVIDIA do?")
     assert CLAIMS[0][0] in text and "[Reuters - 2026-04-15](https://news.example/" in text
-    assert "Figure check: 2 cited claims: 2 checked" in text
+    assert "Figure check: 2 cited claims: 2 figures found" in text
     # Ordinary turns of the user's library: the follow-up continued the same chat.
     chat = Chat.objects.get()
     assert chat.owner == user

@@ -31,7 +31,7 @@ def test_ask_and_wait_gives_the_cited_answer_as_an_ordinary_chat(api, upstream, 
         (2, CLAIMS[1][0]),
     ]
     assert turn["citations"][0]["source_id"] == turn["sources"][0]["id"]
-    assert turn["checks_summary"] == "2 cited claims: 2 checked"
+    assert turn["checks_summary"] == "2 cited claims: 2 figures found"
     assert "[^t" in turn["answer_markdown"] and "Reuters" in turn["answer_markdown"]
     assert turn["events_url"].endswith(f"/api/v1/turns/{turn['id']}/events")
     # An ordinary chat of the user's library, with the same answer.
