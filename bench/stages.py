@@ -37,7 +37,7 @@ the median of 5 parts of one run: see `database_stages`).
    the tick by turn, `protocol.event_view` for each event, `protocol.turn_events` and
    `protocol.encode` (the JSON text) for each turn's frame, and the relay's lookup of pages.
 6. deliver: `LocalRelay.publish` of the tick's frames to one page per chat, a real
-   `ChatConsumer` (its `deliver` queues in its outbox; its `_write_forever` task wakes, checks
+   `ChatConsumer` (its outbox's `deliver` queues the frame; its `_write_forever` task wakes, checks
    the turn's cursor and calls `send`), up to the ASGI `send` callable the server gives it.
 7. ws-send: what uvicorn's websockets-sansio implementation does with a `websocket.send`:
    `websockets.ServerProtocol.send_text(text.encode())` + `data_to_send()`, per frame.
@@ -379,12 +379,16 @@ async def capture_frames(
 
 def open_page(chat_id: int, sent: list[str]) -> Any:
     """A `ChatConsumer` as `connect` leaves it, its ASGI `send` keeping the text it is given."""
+    from django.conf import settings
+
+    from chats.live.follow import FrameOutbox
     from chats.pages.consumer import ChatConsumer
 
     page = ChatConsumer.__new__(ChatConsumer)  # no scope, session or database: only the writer
     page.start_page_state()  # as `connect` starts it
     page.chat = object()
     page.joined_chat_id = chat_id
+    page.outbox = FrameOutbox(chat_id=chat_id, max_queued=settings.WS_MAX_QUEUED_FRAMES)
 
     async def base_send(message: dict[str, Any]) -> None:
         sent.append(message["text"])
@@ -393,7 +397,9 @@ def open_page(chat_id: int, sent: list[str]) -> Any:
     return page
 
 
-async def deliver_round(captured: list[list[tuple[int, Any]]]) -> float:
+async def deliver_round(
+    captured: list[list[tuple[int, Any]]], clock: Callable[[], float] = time.perf_counter
+) -> float:
     from chats.live.relay import get_relay
 
     relay = get_relay()
@@ -402,17 +408,17 @@ async def deliver_round(captured: list[list[tuple[int, Any]]]) -> float:
     turn_of_chat = {chat_id: frame.turn_id for chat_id, frame in captured[0]}
     for page in pages:
         page.cursors = {turn_of_chat[page.joined_chat_id]: 0}
-        await relay.join(page.joined_chat_id, page)
+        await relay.join(page.joined_chat_id, page.outbox)
         page.writer = asyncio.create_task(page._write_forever())
     await asyncio.sleep(0)  # the writers wait for their first frame
-    started = time.perf_counter()
+    started = clock()
     for frames in captured:
         await relay.publish(frames)
         await asyncio.sleep(0)  # every page's writer runs once, sending what it was queued
-    elapsed = time.perf_counter() - started
+    elapsed = clock() - started
     for page in pages:
         page.writer.cancel()
-        await relay.leave(page.joined_chat_id, page)
+        await relay.leave(page.joined_chat_id, page.outbox)
     await asyncio.gather(*(p.writer for p in pages), return_exceptions=True)
     assert len(sent) == sum(len(f) for f in captured), len(sent)
     assert all(p.cursors[turn_of_chat[p.joined_chat_id]] == EVENTS for p in pages)
@@ -440,16 +446,18 @@ def open_websockets(count: int) -> list[Any]:
     return servers
 
 
-def ws_send_round(captured: list[list[tuple[int, Any]]]) -> float:
+def ws_send_round(
+    captured: list[list[tuple[int, Any]]], clock: Callable[[], float] = time.perf_counter
+) -> float:
     servers = dict(zip(range(1, TURNS + 1), open_websockets(TURNS), strict=True))
     written = 0
-    started = time.perf_counter()
+    started = clock()
     for frames in captured:
         for chat_id, frame in frames:
             conn = servers[chat_id]
             conn.send_text(frame.text.encode())
             written += len(b"".join(conn.data_to_send()))
-    elapsed = time.perf_counter() - started
+    elapsed = clock() - started
     assert written > sum(len(f.text) for frames in captured for _, f in frames)
     return elapsed / (TURNS * EVENTS)
 
@@ -603,7 +611,7 @@ COVERS = {
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",
     "write": "write_batch: COPY (PostgreSQL) or multi-row INSERTs (SQLite) + commit per tick",
     "view+encode": "_publish: group by turn, event_view, turn_events, encode (compact_json)",
-    "deliver": "LocalRelay.publish -> ChatConsumer.deliver, _write_forever, _write, send",
+    "deliver": "LocalRelay.publish -> FrameOutbox.deliver, ChatConsumer._write_forever, send",
     "ws-send": "websockets ServerProtocol.send_text + data_to_send (uvicorn sansio)",
     "turn start": "turn_start_many, batches of 40 + turn_card_frame('turn.started') (/150)",
     "turn finish": "finishes.store_finishes, batches of 40, with the final cards (/150)",

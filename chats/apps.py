@@ -6,9 +6,7 @@ class ChatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chats.pages import (
-            socket_limits,  # noqa: F401 (connects the logout signal that closes sockets)
-        )
+        from chats.live import limits  # noqa: F401 (connects the logout signal that closes sockets)
         from chats.usage.prices import price_table
 
         price_table()  # a MODEL_PRICES that cannot be read stops the start, saying why

@@ -325,6 +325,7 @@ class Preference(models.Model):
         return f"Preferences of user {self.user_id}"
 
 
+from chats.api.models import ApiToken  # noqa: E402, F401  (registered with this app)
 from chats.teams.models import (  # noqa: E402, F401  (registered with this app)
     Team,
     TeamChatShare,
@@ -336,3 +337,8 @@ from chats.usage.models import (  # noqa: E402, F401  (registered with this app)
     UsageWarning,
 )
 from chats.watch.models import Watch, WatchRun  # noqa: E402, F401  (registered with this app)
+from chats.webhooks.models import (  # noqa: E402, F401  (registered with this app)
+    TurnWebhook,
+    WebhookDelivery,
+    WebhookEndpoint,
+)

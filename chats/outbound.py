@@ -179,3 +179,16 @@ def _is_dotted_quad(host: str) -> bool:
         return str(ipaddress.IPv4Address(host)) == host
     except ValueError:
         return False
+
+
+async def checked_url(
+    url: str, *, allowed_hosts: Collection[str] = (), resolve: Resolver = system_resolve
+) -> str:
+    """The URL to request (`fetchable_url`) once its host passes the address rules, else
+    Refused: for a URL checked when it is saved (a webhook's endpoint). Its requests are checked
+    again as they connect (`guarded_client`): a name may answer differently later."""
+    url = fetchable_url(url)
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    await GuardedBackend(allowed_hosts, resolve).checked_address(parts.hostname or "", port)
+    return url

@@ -21,6 +21,18 @@ def chat_get_for_user(*, user, chat_id: int) -> Chat:
     return get_object_or_404(Chat.objects.for_user(user), pk=chat_id)
 
 
+def turn_get(*, turn_id: int) -> Turn:
+    """The turn, with its chat (a caller that has checked whose it is)."""
+    return Turn.objects.select_related("chat").get(pk=turn_id)
+
+
+def turn_get_readable(*, user, turn_id: int) -> Turn:
+    """Return a turn of a chat the user may read (theirs, or shared with one of their teams),
+    its chat loaded, or raise Http404, as for the chat itself."""
+    turns = Turn.objects.select_related("chat").filter(chat__in=Chat.objects.readable_by(user))
+    return get_object_or_404(turns, pk=turn_id)
+
+
 def chat_get_readable(*, user, chat_id: int) -> Chat:
     """Return a chat the user may read (theirs, or shared with one of their teams), or raise
     Http404: a chat they may not read does not exist for them. Writes use `chat_get_for_user`.

@@ -25,6 +25,7 @@ from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
 from chats.usage.limits import usage_budgets
 from chats.usage.records import usage_record_for_turns
+from chats.webhooks.services import webhooks_turns_finished
 from citations.pages import with_pending_pages
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer
@@ -475,6 +476,7 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
         )
     usage_record_for_turns(turns=[turn for turn, *_ in finishing], now=now)
     finished = {turn.pk: turn for turn, *_ in finishing}
+    webhooks_turns_finished(turns=list(finished.values()))  # those the API asked it for
     return [finished.get(end.turn_id) for end, _ in ends]
 
 
@@ -501,7 +503,10 @@ def turn_fail_unsaved(*, turn_id: int, error: str) -> Turn | None:
                 lease_expires_at=None,
             )
         )
-    return Turn.objects.select_related("chat").get(pk=turn_id) if updated else None
+        turn = Turn.objects.select_related("chat").get(pk=turn_id) if updated else None
+        if turn is not None:
+            webhooks_turns_finished(turns=[turn])
+    return turn
 
 
 def turn_interrupt_orphans() -> list[Turn]:

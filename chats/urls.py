@@ -1,5 +1,6 @@
 from django.urls import include, path
 
+from chats.api import pages as api_pages
 from chats.library import views as library
 from chats.pages import compare as views_compare
 from chats.pages import options as views_options
@@ -57,4 +58,18 @@ urlpatterns = [
     path("workflows/save/", views_workflows.workflow_save, name="workflow_save"),
     path("preferences/theme/", views_preferences.theme_set_view, name="theme_set"),
     path("usage/", views_usage.usage_page, name="usage"),
+    # The API tokens page (chats/api/pages.py): tokens and webhook endpoints.
+    path("api-tokens/", api_pages.api_tokens, name="api_tokens"),
+    path("api-tokens/new/", api_pages.api_token_new, name="api_token_new"),
+    path(
+        "api-tokens/<int:token_id>/revoke/",
+        api_pages.api_token_revoke_view,
+        name="api_token_revoke",
+    ),
+    path("api-tokens/webhooks/new/", api_pages.webhook_new, name="webhook_new"),
+    path(
+        "api-tokens/webhooks/<int:webhook_id>/delete/",
+        api_pages.webhook_delete,
+        name="webhook_delete",
+    ),
 ]

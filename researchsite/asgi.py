@@ -1,4 +1,5 @@
-"""ASGI entry point: pages and static files over HTTP, the chat websocket, the demo agent.
+"""ASGI entry point: pages and static files over HTTP, the chat websocket, the demo agent, the
+MCP server (/mcp).
 
 Data flow: browser ⇄ chats.pages.consumer (websocket) → chats.run.turn_run → chats.agent (HTTP/SSE
 to the agent) → chats.live.event_log (store) → chats.live.relay (to every page of the chat) →
@@ -25,15 +26,35 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from chats.api.mcp import mcp_app, mcp_running  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
 from chats.run.lifespan import lifespan_app  # noqa: E402
 from researchsite.operations import with_operations_endpoints  # noqa: E402
-from researchsite.origins import SameOriginValidator  # noqa: E402
+from researchsite.origins import SameOriginHttp, SameOriginValidator  # noqa: E402
 from researchsite.websocket_sessions import websocket_auth_stack  # noqa: E402
 
 
+def _with_mcp(site):
+    """/mcp to the MCP server (chats/api/mcp.py), behind the site's host and Origin checks."""
+    mcp = SameOriginHttp(mcp_app)
+
+    async def http_app(scope, receive, send):
+        if scope["path"] == "/mcp" or scope["path"].startswith("/mcp/"):
+            return await mcp(scope, receive, send)
+        return await site(scope, receive, send)
+
+    return http_app
+
+
+async def site_lifespan(scope, receive, send):
+    """The site's lifespan (chats/run/lifespan.py), inside the MCP server's: the SDK's session
+    manager runs while requests are served."""
+    async with mcp_running():
+        await lifespan_app(scope, receive, send)
+
+
 def _http_app():
-    site = ASGIStaticFilesHandler(django_asgi_app)
+    site = _with_mcp(ASGIStaticFilesHandler(django_asgi_app))
     if not settings.DEMO_AGENT_ENABLED:
         return site
     from urllib.parse import urlsplit
@@ -75,6 +96,6 @@ application = ProtocolTypeRouter(
         "http": with_operations_endpoints(_http_app()),
         # Only the site's own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS may connect.
         "websocket": SameOriginValidator(websocket_auth_stack(URLRouter(websocket_urlpatterns))),
-        "lifespan": freeze_heap_after_startup(lifespan_app),
+        "lifespan": freeze_heap_after_startup(site_lifespan),
     }
 )

@@ -15,6 +15,7 @@ from django.http import HttpRequest
 from django.utils.log import log_response
 from pythonjsonlogger.json import JsonFormatter
 
+from chats.agent.redaction import redactor
 from chats.log_context import LOG_FIELDS, log_context, log_context_bound
 from researchsite.middleware import request_middleware
 
@@ -34,12 +35,21 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class RedactedJsonFormatter(JsonFormatter):
+    """A JSON line with every secret and key shape masked (chats/agent/redaction.py) wherever it
+    is, the record's extra fields included: Django's request log lines carry the request, whose
+    text holds its URL, where a client may have put an API token."""
+
+    def jsonify_log_record(self, log_data) -> str:
+        return redactor().text(super().jsonify_log_record(log_data))
+
+
 def json_formatter() -> logging.Formatter:
     """One JSON object per line (python-json-logger): time, level, logger, message, context."""
     from pythonjsonlogger.core import RESERVED_ATTRS
 
     logging.captureWarnings(True)  # warnings become log lines, so they are JSON too
-    return JsonFormatter(
+    return RedactedJsonFormatter(
         "{asctime}{levelname}{name}{message}",
         style="{",
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},

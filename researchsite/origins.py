@@ -1,4 +1,5 @@
-"""The websocket's origin check: the same rule as Django's CSRF origin check.
+"""The websocket's origin check: the same rule as Django's CSRF origin check; and the same
+host and origin checks for the one HTTP app served outside Django (the MCP server).
 
 Channels' `AllowedHostsOriginValidator` compares host names only, so a page on another port or
 scheme of an allowed host (`http://127.0.0.1:9999`) could open a signed-in user's chats. A
@@ -9,6 +10,7 @@ accepts exactly the site's own origin (scheme, host and port) and `CSRF_TRUSTED_
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 from channels.security.websocket import WebsocketDenier
@@ -33,6 +35,36 @@ class SameOriginValidator:
         ):
             return await self.application(scope, receive, send)
         return await WebsocketDenier()(scope, receive, send)
+
+
+class SameOriginHttp:
+    """ASGI middleware for an HTTP app served outside Django (the MCP server at /mcp): its Host
+    must pass ALLOWED_HOSTS, as Django's own requests must, and an Origin, when a browser sends
+    one, must be the site's own or trusted: a page of another site cannot call it (the MCP
+    specification asks servers to check Origin against DNS rebinding)."""
+
+    def __init__(self, application) -> None:
+        self.application = application
+
+    async def __call__(self, scope, receive, send):
+        host = _single_header(scope, b"host")
+        if not (host and _host_allowed(host)):
+            return await _refuse(send, 400, "This host is not served here.")
+        origins = [value for key, value in scope.get("headers", []) if key == b"origin"]
+        secure = scope.get("scheme") == "https"
+        if origins and not (
+            len(origins) == 1
+            and origin_allowed(origin=origins[0].decode("latin-1"), host=host, secure=secure)
+        ):
+            return await _refuse(send, 403, "Requests from this origin are not accepted.")
+        return await self.application(scope, receive, send)
+
+
+async def _refuse(send, status: int, message: str) -> None:
+    body = json.dumps({"detail": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def origin_allowed(*, origin: str | None, host: str | None, secure: bool) -> bool:

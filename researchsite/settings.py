@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "channels",
     "axes",
     "csp",
+    "ninja",  # the API's browsable docs (/api/v1/docs) from its own static files, not a CDN
     "chats",
     "citations",
 ]
@@ -58,6 +59,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Each request's id (the proxy's X-Request-ID, or a new one) on its log lines and response.
     "researchsite.logs.request_id_middleware",
+    # Under /api/ every error is JSON {"detail": ...}: an unknown route, a refused host, a crash.
+    "chats.api.errors.api_json_errors_middleware",
     # A client address that is not an IP address (a proxy passed on a forged header) is
     # answered 400 before anything stores it (researchsite/lockout.py).
     "researchsite.lockout.client_address_middleware",
@@ -420,7 +423,20 @@ WATCH_EMAIL = env.bool("WATCH_EMAIL", default=False)
 if env.str("EMAIL_URL", default=""):
     vars().update(env.email_url("EMAIL_URL"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="researchsite@localhost")
-SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")  # links in e-mails
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")  # links in e-mails and webhooks
+
+# --- The API, its webhooks and its MCP server (chats/api/, chats/webhooks/; docs/API.md) -----
+# Hosts (or host:port) that webhooks may be sent to although their address is private: the
+# address rules of chats/outbound.py otherwise refuse them, when an endpoint is added and at
+# every delivery. SOURCE_FETCH_ALLOWED_HOSTS does not apply: which intranet pages an agent's
+# citations may make the site read is not where its users may make it send their events.
+WEBHOOK_ALLOWED_HOSTS = env.list("WEBHOOK_ALLOWED_HOSTS", default=[])
+# Seconds before each retry of a failed delivery (then it is failed): 7 attempts over ~17 hours.
+WEBHOOK_RETRY_SECONDS = env.list(
+    "WEBHOOK_RETRY_SECONDS", cast=int, default=[5, 300, 1800, 7200, 18000, 36000]
+)
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)  # per attempt
+WEBHOOK_MAX_PER_USER = env.int("WEBHOOK_MAX_PER_USER", default=10)
 
 # --- Single sign-on (OpenID Connect) and teams -----------------------------------------------
 # django-allauth's `openid_connect` provider (researchsite/sso.py). With no OIDC_SERVER_URL the

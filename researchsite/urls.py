@@ -4,8 +4,10 @@ from allauth.socialaccount.models import SocialApp, SocialToken
 from allauth.socialaccount.providers.openid_connect import views as openid_connect_views
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from chats.api.errors import not_found as api_not_found
+from chats.api.views import api
 from researchsite.sso import AdminPasswordLoginForm, SiteLoginView, provider_login
 
 admin.site.login_form = AdminPasswordLoginForm  # PASSWORD_LOGIN=false: superusers only
@@ -38,6 +40,8 @@ sso_urls = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+    re_path(r"^api/", api_not_found),  # every other path under /api/: a JSON 404
     path("login/", SiteLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include(sso_urls)),

@@ -1,3 +1,10 @@
 """The review admin, registered when Django's admin autodiscovers `chats.admin`."""
 
-from chats.admin import library, review, teams, usage, watches  # noqa: F401 (each registers its models)
+from chats.admin import (  # noqa: F401 (each registers its models)
+    api,
+    library,
+    review,
+    teams,
+    usage,
+    watches,
+)

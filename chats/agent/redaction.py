@@ -40,11 +40,13 @@ SECRET_SETTINGS = (
 )
 # Shorter values are not masked: a three-letter "secret" would mask ordinary words.
 MIN_SECRET_CHARS = 8
-# The shapes of provider keys (OpenAI and Anthropic `sk-…`, xAI `xai-…`, Google `AIza…`), masked
-# even when they are not ours: a key a model repeats should not be published either. Each
-# starts with its marker, which is looked for first (a substring test costs far less than the
-# pattern, and most text holds none).
+# The shapes of provider keys (OpenAI and Anthropic `sk-…`, xAI `xai-…`, Google `AIza…`) and of
+# this site's API tokens (`rsk_…`), masked even when they are not ours: a key a model repeats
+# should not be published either, nor a token pasted into a question or a log line. Each starts
+# with its marker, which is looked for first (a substring test costs far less than the pattern,
+# and most text holds none).
 KEY_SHAPES = {
+    "rsk_": r"\brsk_[A-Za-z0-9_-]{43}",  # this site's own API tokens (chats/api/services.py)
     "sk-": r"\bsk-[A-Za-z0-9_-]{32,}",
     "xai-": r"\bxai-[A-Za-z0-9_-]{32,}",
     "AIza": r"\bAIza[0-9A-Za-z_-]{35}",

@@ -40,7 +40,7 @@ def export_chat_json(*, chat: Chat, turns: list[Turn]) -> dict[str, Any]:
             "created_at": turn.created_at.isoformat(),
             "finished_at": turn.finished_at.isoformat() if turn.finished_at else None,
             **render_json(cited[turn.pk]),
-            "charts": [_chart(chart) for chart in turn.charts],
+            "charts": [exported_chart(chart) for chart in turn.charts],
             "structured_output": turn.structured_output,
         }
 
@@ -63,7 +63,7 @@ def export_chat_json(*, chat: Chat, turns: list[Turn]) -> dict[str, Any]:
     }
 
 
-def _chart(chart: dict[str, Any]) -> dict[str, Any]:
+def exported_chart(chart: dict[str, Any]) -> dict[str, Any]:
     """A chart as the turn stores it (its safe spec, or the note saying why it is not drawn, and
     its data table), without `block`, which only places it on the page."""
     return {key: value for key, value in chart.items() if key != "block"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -46,6 +47,13 @@ def chat_sidebar_for_user(*, user, now: datetime | None = None) -> list[ChatGrou
             key = "older"
         groups[key].chats.append(chat)
     return [group for group in groups.values() if group.chats]
+
+
+def chat_list_query_for_user(*, user, archived: bool, title_contains: str = "") -> QuerySet[Chat]:
+    """The user's chats, archived or not, whose title holds `title_contains`: a query to page
+    through (the API's list)."""
+    chats = Chat.objects.for_user(user).filter(archived_at__isnull=not archived)
+    return chats.filter(title__icontains=title_contains) if title_contains else chats
 
 
 def chat_archived_for_user(*, user) -> list[Chat]:

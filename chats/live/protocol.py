@@ -86,6 +86,16 @@ def encode(frame: ChatFrame, received_at: float = 0.0) -> RelayFrame:
     return RelayFrame(frame["type"], frame["turn_id"], text, first, last, received_at)
 
 
+def event_stream_text(frame: RelayFrame) -> str:
+    """A frame as one server-sent event of the API's event stream (chats/api/stream.py): `event:`
+    its type, `data:` its JSON text as the page receives it, and for `turn.events` `id:` the seq
+    of the last event it carries. Around the frame's own text: nothing is encoded again, so a
+    stream costs what a page's socket costs per event (bench/api_stream.py)."""
+    if frame.last_seq:
+        return f"id: {frame.last_seq}\nevent: {frame.kind}\ndata: {frame.text}\n\n"
+    return f"event: {frame.kind}\ndata: {frame.text}\n\n"
+
+
 # --- Browser → server ------------------------------------------------------------------------
 
 EFFORTS = ("lite", "standard")

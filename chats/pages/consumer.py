@@ -1,12 +1,13 @@
 """The chat page's websocket: ask, stop, and follow a chat's turns live or from a cursor.
 
 The consumer stays thin: frames are decoded and built by `chats/live/protocol.py`, limits live in
-`socket_limits.py` and `services.turn_start_many`, and the chat's frames come from
+`chats/live/limits.py` and `services.turn_start_many`, and the chat's frames come from
 `chats/live/relay/`, already encoded, and are forwarded as they are.
 
-Everything the page is sent about its turns goes through one queue, the outbox, written by one
-task, in order: live frames, replies to `sync`, and catch-ups from the event log. Per connection
-it remembers the last seq sent for each turn, so a frame that does not follow on from it (a gap:
+Everything the page is sent about its turns goes through one queue, the outbox
+(`chats/live/follow.py`, which API event streams follow a chat with too), written by one task,
+in order: live frames, replies to `sync`, and catch-ups from the event log. Per connection it
+remembers the last seq sent for each turn, so a frame that does not follow on from it (a gap:
 something was lost on the way) is not sent; the page is caught up from the log instead, which
 holds every event before it is relayed. A page that reads slower than its turns stream has its
 queued event frames dropped, never silently: the same catch-up sends what they carried.
@@ -18,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from typing import Any
 
 from channels.consumer import get_handler_name
@@ -28,11 +28,12 @@ from django.conf import settings
 
 from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
+from chats.live.follow import CATCH_UP, FrameOutbox, Placement, log_chunks, place_events
+from chats.live.limits import FrameRate, get_socket_leases, socket_close, socket_open
 from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
 from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
-from chats.pages.socket_limits import FrameRate, get_socket_leases, socket_close, socket_open
 from chats.run.asks import ask_start, session_check
 from chats.run.cards import turn_card_frames
 from chats.run.registry import request_stop
@@ -56,9 +57,6 @@ READ_ONLY = (
     "This chat is shared with you to read: “Continue in my chats” asks in a chat of your own."
 )
 ACCESS_ENDED = "This chat is no longer shared with you."
-REPLAY_CHUNK = 1000
-CATCH_UP = "catch-up"  # an outbox item: frames may have been lost; catch up from the log
-DROPPABLE = frozenset({"turn.events", "turn.notice"})  # what a page that falls behind loses
 
 
 def _open_page(user: Any, chat_id: int, channel_name: str) -> Chat | ErrorCode:
@@ -72,6 +70,12 @@ def _open_page(user: Any, chat_id: int, channel_name: str) -> Chat | ErrorCode:
     if not socket_open(user_id=user.pk, channel_name=channel_name, limit=limit):
         return ErrorCode.TOO_MANY_SOCKETS
     return chat
+
+
+async def _read_log(turn_id: int, after_seq: int, limit: int) -> list[EventView]:
+    return await database_sync_to_async(turn_events_after)(
+        turn_id=turn_id, after_seq=after_seq, limit=limit
+    )
 
 
 def _refusal(code: ErrorCode) -> tuple[str, int]:
@@ -110,9 +114,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.announced: set[int] = set()  # turns this page has been sent a card for
         self.newest_turn_id = 0  # the newest turn the page is known to show
         self.frame_rate = FrameRate(settings.WS_MAX_FRAMES_PER_SECOND)
-        self.outbox: deque[RelayFrame | Sync | str] = deque()
-        self.max_queued_frames = settings.WS_MAX_QUEUED_FRAMES  # read once, not once a frame
-        self.outbox_ready = asyncio.Event()
+        self.outbox: FrameOutbox | None = None  # once the chat is open
         self.writer: asyncio.Task | None = None
         self.relay = None
         self.gauged = False
@@ -144,17 +146,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.groups_joined = [protocol.user_group(user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
+        self.outbox = FrameOutbox(chat_id=chat.pk, max_queued=settings.WS_MAX_QUEUED_FRAMES)
         self.writer = asyncio.create_task(self._write_forever(), name=f"page-{self.channel_name}")
         self.joined_chat_id = chat.pk
         self.relay = get_relay()
-        await self.relay.join(chat.pk, self)
+        await self.relay.join(chat.pk, self.outbox)
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "gauged", False):
             OPEN_WEBSOCKETS.dec()
             self.gauged = False
         if self.relay is not None:
-            await self.relay.leave(self.joined_chat_id, self)
+            await self.relay.leave(self.joined_chat_id, self.outbox)
         if self.writer is not None:
             self.writer.cancel()
             await asyncio.gather(self.writer, return_exceptions=True)
@@ -194,7 +197,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 await self.handle_stop(frame)
             elif isinstance(frame, Sync):
                 self.newest_turn_id = max(self.newest_turn_id, frame.newest_turn_id)
-                self._queue(frame)  # answered in order with the live frames
+                self.outbox.put(frame)  # answered in order with the live frames
         except FrameError as refused:
             await self.send_json(protocol.error(refused.code, str(refused)))
         except Exception:  # one bad frame must not take the page's socket down with it
@@ -269,15 +272,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._replay(turn.pk)
 
     async def _replay(self, turn_id: int) -> None:
-        while True:
-            events = await database_sync_to_async(turn_events_after)(
-                turn_id=turn_id, after_seq=self.cursors[turn_id], limit=REPLAY_CHUNK
-            )
-            if not events:
-                return
+        async for events in log_chunks(_read_log, turn_id, self.cursors[turn_id]):
             await self._send_events(turn_id, events)
-            if len(events) < REPLAY_CHUNK:
-                return
 
     async def _send_events(self, turn_id: int, events: list[EventView]) -> None:
         cursor = self.cursors[turn_id]
@@ -294,51 +290,22 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return  # the page follows nothing yet: its first sync reads the log anyway
         await self.handle_sync(Sync(cursors=dict(self.cursors), newest_turn_id=newest))
 
-    # --- The outbox: the one writer of the page's turns -----------------------------------
-
-    def deliver(self, frame: RelayFrame) -> None:
-        """A frame of this chat, from the relay (relay.Subscriber)."""
-        if len(self.outbox) >= self.max_queued_frames:
-            self._fall_behind()
-        self._queue(frame)
-
-    def missed(self) -> None:
-        """The relay may have lost frames of this chat (relay.Subscriber)."""
-        self._queue(CATCH_UP)
-
-    def _queue(self, item: RelayFrame | Sync | str) -> None:
-        self.outbox.append(item)
-        self.outbox_ready.set()
-
-    def _fall_behind(self) -> None:
-        """The page reads slower than its turns stream: drop what the log can give back."""
-        kept = [f for f in self.outbox if not (isinstance(f, RelayFrame) and f.kind in DROPPABLE)]
-        if CATCH_UP not in kept:  # once per episode: a slow page must not flood the log
-            logger.warning(
-                "A page of chat %s fell %d frames behind; it catches up from the event log",
-                self.joined_chat_id,
-                len(self.outbox) - len(kept),
-            )
-            kept.append(CATCH_UP)
-        self.outbox = deque(kept)
+    # --- The outbox (chats/live/follow.py): the one writer of the page's turns ------------
 
     async def _write_forever(self) -> None:
         while True:
-            await self.outbox_ready.wait()
-            self.outbox_ready.clear()
-            while self.outbox:
-                item = self.outbox.popleft()
-                try:
-                    await self._write(item)
-                except FrameError as refused:
-                    await self.send_json(protocol.error(refused.code, str(refused)))
-                except Exception:  # the socket may be gone: its disconnect ends this task
-                    logger.warning(
-                        "Writing to a page of chat %s failed", self.joined_chat_id, exc_info=True
-                    )
-                    failed = "Something went wrong on our side. Reload the page to catch up."
-                    with contextlib.suppress(Exception):
-                        await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
+            item = await self.outbox.next()
+            try:
+                await self._write(item)
+            except FrameError as refused:
+                await self.send_json(protocol.error(refused.code, str(refused)))
+            except Exception:  # the socket may be gone: its disconnect ends this task
+                logger.warning(
+                    "Writing to a page of chat %s failed", self.joined_chat_id, exc_info=True
+                )
+                failed = "Something went wrong on our side. Reload the page to catch up."
+                with contextlib.suppress(Exception):
+                    await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
 
     async def _write(self, item: RelayFrame | Sync | str) -> None:
         if self.chat is None:
@@ -349,14 +316,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.handle_sync(item)
         elif item.kind == "turn.events":
             cursor = self.cursors.get(item.turn_id)
-            if cursor is None or item.last_seq <= cursor:
-                return  # a turn the page has not synced yet, or events it has
-            if item.first_seq == cursor + 1:
+            if cursor is None:
+                return  # a turn the page has not synced yet
+            placement = place_events(item, cursor)
+            if placement is Placement.NEXT:
                 self.cursors[item.turn_id] = item.last_seq
                 await self.send(text_data=item.text)
                 if item.received_at:
                     EVENT_DELAY.observe(time.time() - item.received_at)
-            else:  # a gap: the log holds what was lost, and this frame's events too
+            elif placement is Placement.GAP:  # the log holds what was lost, and this frame too
                 await self._replay(item.turn_id)
         elif item.kind == "turn.started":
             if item.turn_id in self.announced:

@@ -145,6 +145,14 @@ async def sweep_orphans() -> None:
     await announce_finished([(turn, None) for turn in turns])
 
 
+async def run_ended(turn_id: int) -> None:
+    """Return once this process's run of the turn has ended and its turn is stored (at once when
+    no run of it is here: it has ended, or runs in another process)."""
+    run = get_registry().runs.get(turn_id)
+    if run is not None and run.task is not None:
+        await asyncio.wait([run.task])
+
+
 async def request_stop(turn_id: int) -> None:
     """Ask the run of `turn_id`, in whichever process it lives, to stop."""
     await publish(control_group(turn_id), turn_stop())

@@ -21,7 +21,7 @@ from chats.answer.compare import compare_turns
 from chats.live.protocol import ErrorCode
 from chats.models import Turn
 from chats.run.asks import ask_start
-from chats.run.registry import get_registry
+from chats.run.registry import run_ended
 from chats.run.rerun import rerun_ask
 from chats.services import TurnAsk, TurnStartError
 from chats.watch.models import Watch, WatchRun
@@ -32,6 +32,7 @@ from chats.watch.services import (
     watch_run_begin,
     watch_run_end,
 )
+from chats.webhooks.services import webhooks_watch_changed
 
 logger = logging.getLogger(__name__)
 
@@ -104,9 +105,7 @@ async def _rerun(watch: Watch, record: WatchRun, ask: TurnAsk) -> str:
     if started is None:
         return await _end(record, WatchRun.State.FAILED, error="The account is not active.")
     turn_id = started.turn.turn.pk
-    run = get_registry().runs.get(turn_id)
-    if run is not None and run.task is not None:  # gone from the registry: stored already
-        await asyncio.wait([run.task])
+    await run_ended(turn_id)
     return await database_sync_to_async(_compare_and_record)(record, turn_id)
 
 
@@ -159,4 +158,23 @@ def _record(run: WatchRun, state: str, **fields) -> str:
         tell_analyst(run=ended)
     except Exception:  # the change is recorded and shown in the app all the same
         logger.exception("Telling the analyst about watch run %s failed", ended.pk)
+    if state == WatchRun.State.CHANGED:
+        _send_watch_changed(ended)
     return state
+
+
+def _send_watch_changed(run: WatchRun) -> None:
+    """The change to the analyst's `watch.changed` webhook endpoints, if they have any."""
+    watch = run.watch
+    try:
+        webhooks_watch_changed(
+            owner_id=watch.owner_id,
+            watch_id=watch.pk,
+            chat_id=watch.chat_id,
+            question=watch.turn.question,
+            turn_id=run.turn_id,
+            previous_turn_id=run.previous_turn_id,
+            comparison=run.comparison,
+        )
+    except Exception:  # recorded and shown in the app all the same
+        logger.exception("Recording the webhooks of watch run %s failed", run.pk)

@@ -382,6 +382,11 @@ def check_every_page(page, site: str, viewport: dict, scheme: str) -> None:
     check("output schemas")
     page.goto(f"{site}/workflows/")
     check("workflows")
+    page.goto(f"{site}/api-tokens/")
+    page.get_by_label("Name").fill("notebook")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.get_by_label("New API token")).to_be_visible()
+    check("API tokens, a new token shown")
 
     # A team: its page, with a member added, and the chat shared with it.
     page.get_by_role("link", name="Team").click()

@@ -31,6 +31,19 @@ def upstream(settings):
         yield app
 
 
+@pytest.fixture
+def site(transactional_db, settings, upstream):
+    """The whole site (researchsite.asgi, its lifespan on: runs, the task worker, the MCP
+    server) on a free port, asking the scripted stand-in."""
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    from researchsite.asgi import application
+
+    channel_layers.backends.clear()  # the server thread's loop gets a layer of its own
+    with serve_asgi(application, lifespan="on") as url:
+        yield url
+    channel_layers.backends.clear()
+
+
 @pytest.fixture(autouse=True)
 async def fresh_channel_layer():
     """A new layer and relay per test: each test has its own event loop, as have Redis pools.

@@ -281,3 +281,20 @@ def test_binary_and_oversized_frames_are_refused():
         decode_client_frame(None, b"\x00\x01")
     with pytest.raises(FrameError, match="limited to 16384 bytes"):
         decode_client_frame('{"type": "ask", "message": "' + "é" * 8200 + '"}')
+
+
+# --- The API's event stream: each frame one server-sent event, around its own text ------------
+
+
+def test_a_frame_is_one_server_sent_event_around_its_own_text():
+    views = [
+        event_view(4, event_from_message({"type": "ANSWER", "content": "a\nb"})),
+        event_view(5, event_from_message({"type": "ANSWER", "content": "c"})),
+    ]
+    frame = protocol.encode(protocol.turn_events(7, views))
+    assert protocol.event_stream_text(frame) == (
+        f"id: 5\nevent: turn.events\ndata: {frame.text}\n\n"  # its last event's seq
+    )
+    assert "\n" not in frame.text  # one data line: JSON escapes the answer's newline
+    notice = protocol.encode(protocol.turn_notice(7, "Retrying"))
+    assert protocol.event_stream_text(notice) == f"event: turn.notice\ndata: {notice.text}\n\n"

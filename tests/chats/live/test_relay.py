@@ -684,7 +684,7 @@ def test_a_page_that_reads_slowly_is_caught_up_from_the_log(upstream, django_use
     from researchsite.asgi import application
 
     warnings = Warnings()
-    logging.getLogger("chats.pages.consumer").addHandler(warnings)
+    logging.getLogger("chats.live.follow").addHandler(warnings)
     try:
         # With its lifespan, as in production: the server's shutdown ends what the run left.
         with serve_asgi(application, lifespan="on") as url:
@@ -694,7 +694,7 @@ def test_a_page_that_reads_slowly_is_caught_up_from_the_log(upstream, django_use
             wait_until_sync(lambda: any("behind" in m for m in warnings.messages), timeout=60)
             frames = page.frames_until_finished()
     finally:
-        logging.getLogger("chats.pages.consumer").removeHandler(warnings)
+        logging.getLogger("chats.live.follow").removeHandler(warnings)
     # The path was taken, and warned once per episode, not once per dropped frame (hundreds): how
     # many episodes there are depends on the machine's load (a catch-up may itself fall behind).
     assert 1 <= len([m for m in warnings.messages if "behind" in m]) <= 10

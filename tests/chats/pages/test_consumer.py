@@ -15,8 +15,8 @@ from channels.consumer import AsyncConsumer
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
+from chats.live import limits as socket_limits
 from chats.models import Turn, TurnEvent
-from chats.pages import socket_limits
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.chats.conftest import events_of, sse
 from tests.chats.live.test_protocol import assert_server_frame

@@ -244,11 +244,12 @@ def test_the_start_up_heap_is_frozen_once():
 def test_the_site_tunes_its_collector_and_freezes_its_heap_after_start_up():
     import gc
 
-    from researchsite.asgi import application
+    from researchsite.asgi import application, site_lifespan
     from researchsite.heap import YOUNG_GENERATION_THRESHOLD
 
     assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD
-    assert application.application_mapping["lifespan"].__wrapped__ is lifespan_app
+    # The site's lifespan (lifespan_app, inside the MCP server's session manager) is wrapped.
+    assert application.application_mapping["lifespan"].__wrapped__ is site_lifespan
 
 
 async def test_a_sweep_indexes_the_chats_of_the_orphaned_turns_it_finishes(user, chat):

@@ -1,12 +1,15 @@
-"""Limits on the chat sockets, and their end at logout.
+"""Limits on who follows chats live (the chat pages' sockets, the API's event streams), and
+the sockets' end at logout.
 
 - Open sockets per user (WS_MAX_SOCKETS_PER_USER) are counted in the database (`OpenSocket`),
   because a user's sockets may land on several server processes and a count kept in one
   process would let each process admit the cap. The database is the one store every
   deployment shares (the cache is per process by default; Redis is optional). Each process
-  renews the leases of its sockets, so the rows of a process that died stop counting.
+  renews the leases of its sockets, so the rows of a process that died stop counting. An API
+  event stream (`chats/api/stream.py`) is counted as one more socket of its user.
 - Frames per second per socket (WS_MAX_FRAMES_PER_SECOND) are a token bucket in the consumer:
-  a socket is one connection to one process, so its own memory is the right place.
+  a socket is one connection to one process, so its own memory is the right place. The API
+  gives each token the same bucket for its requests (`chats/api/auth.py`).
 - At logout every socket of the user is told to close, in whichever process it lives.
 """
 
@@ -133,7 +136,7 @@ class FrameRate:
         return self.patience <= 0
 
 
-@receiver(user_logged_out, dispatch_uid="chats.pages.socket_limits.close_on_logout")
+@receiver(user_logged_out, dispatch_uid="chats.live.limits.close_on_logout")
 def close_sockets_on_logout(sender, request, user, **kwargs) -> None:
     """Close every chat socket of a user who logs out, in any process."""
     if user is None:

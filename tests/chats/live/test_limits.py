@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from chats.live.limits import FrameRate, socket_close, socket_open, socket_renew_leases
 from chats.models import OpenSocket
-from chats.pages.socket_limits import FrameRate, socket_close, socket_open, socket_renew_leases
 
 
 class Clock:
