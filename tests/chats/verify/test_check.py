@@ -386,7 +386,7 @@ async def test_pages_past_the_limit_of_a_turn_are_not_read_and_say_so(user, news
     await check_turn_sources(turn.pk)
 
     await turn.arefresh_from_db()
-    assert news.paths == ["/a0", "/a1"]
+    assert sorted(news.paths) == ["/a0", "/a1"]  # the first two cited, fetched at once
     assert turn.answer_html.count("not read: over the limit of 2 pages a turn") == 2
     summary = turn.answer_html.split('claim-summary">')[1].split("<")[0]
     assert summary == "4 cited claims: 2 not found, 2 not read."
