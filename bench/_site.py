@@ -562,7 +562,8 @@ async def read_directly(upstream_url: str, events: int) -> tuple[float, int]:
         count = 0
         payload = {"message": question(events=events), "research_effort": "standard"}
         async with client.stream("POST", upstream_url, json=payload) as response:
-            async for _event in aiter_events(response.aiter_text(), StreamReader(BigdataAdapter())):
+            reader = StreamReader(BigdataAdapter())
+            async for _event in aiter_events(response.aiter_bytes(), reader):
                 count += 1
         return time.perf_counter() - started, count
 

@@ -13,8 +13,8 @@ the median of 5 parts of one run: see `database_stages`).
 1. read: the upstream HTTP read as the site does it (httpx over `AiohttpTransport`), no parsing.
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
-   site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
-   `client.stream`, `aiter_text(response)`, straight from aiohttp) at the relay's ticks
+   site's client reads them (`httpx.AsyncClient(transport=http_transport())`, `client.stream`,
+   `aiter_body(response)`: the body's bytes straight from aiohttp) at the relay's ticks
    (chats.loop.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
@@ -23,7 +23,7 @@ the median of 5 parts of one run: see `database_stages`).
    and amortised over 150 events; after the first round the streams reuse the pool's kept-alive
    connections, as turns one after another do in the site. One unpaced 5,000-event stream is
    also read, for comparison: its chunks carry many events each.
-2. parse: text chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
+2. parse: byte chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
    a `StreamReader(BigdataAdapter())`, under `providers.attempts.with_retries`, as
    `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
 3. store-prep: the run's per-event work before the log: `storable_event`,
@@ -147,7 +147,7 @@ def tick_plan(turns: int, events: int, per_tick: int) -> list[list[tuple[int, in
 
 
 PLAN = tick_plan(TURNS, EVENTS, TICK_EVENTS)
-CHUNKS = [sse_event(UPSTREAM_CHAT_ID, m).decode() for m in agent_messages(EVENTS)]
+CHUNKS = [sse_event(UPSTREAM_CHAT_ID, m) for m in agent_messages(EVENTS)]
 
 
 def median_round(rounds: int, one_round: Callable[[], float]) -> float:
@@ -161,7 +161,7 @@ def parsed_events() -> list[Any]:
     from chats.agent.sse import StreamReader
 
     reader = StreamReader(BigdataAdapter())
-    events = [e for chunk in CHUNKS for e in reader.feed_text(chunk)] + reader.close()
+    events = [e for chunk in CHUNKS for e in reader.feed(chunk)] + reader.close()
     assert len(events) == EVENTS, len(events)
     return events
 
@@ -186,7 +186,7 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
     import httpx
 
     from chats.agent import http_transport, stream_timeout
-    from chats.agent.aiohttp_transport import aiter_text
+    from chats.agent.aiohttp_transport import aiter_body
     from chats.agent.providers.bigdata import request_body
     from chats.agent.request import AgentRequest
 
@@ -198,9 +198,9 @@ async def read_stream(url: str, text: str, counts: list[int], index: int, opened
             "POST", url, json=request_body(AgentRequest(message=text)), headers=headers
         ) as response,
     ):
-        async for chunk in aiter_text(response):
+        async for chunk in aiter_body(response):
             first = not counts[index]
-            counts[index] += chunk.count("\n\n")  # events end with a blank line
+            counts[index] += chunk.count(b"\n\n")  # events end with a blank line
             READS[0] += 1
             if first:
                 opened(index)
@@ -265,7 +265,7 @@ async def parse_round() -> float:
     from chats.agent.providers.bigdata import BigdataAdapter
     from chats.agent.sse import StreamReader, aiter_events
 
-    async def body():  # the chunks aiter_text(response) yields: one event each when paced
+    async def body():  # the chunks aiter_body(response) yields: one event each when paced
         for chunk in CHUNKS:
             yield chunk
 
@@ -605,7 +605,7 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
 # --- Report ----------------------------------------------------------------------------------
 
 COVERS = {
-    "read": "aiohttp, opened through httpx: socket, HTTP body, UTF-8 text (paced)",
+    "read": "aiohttp, opened through httpx: socket, HTTP body, its bytes (paced)",
     "read: open": "per turn: AsyncClient, connect, POST, response headers (/150)",
     "parse": "aiter_events: lines, JSON, BigdataAdapter -> AgentEvent (with_retries layer)",
     "store-prep": "storable_event, answer limit, Transcript.apply, EventLog.append",

@@ -184,13 +184,33 @@ class _ResponseStream(httpx.AsyncByteStream):
 _BODY = "researchsite.aiohttp_body"  # the key of the body's _ResponseStream in extensions
 
 
+def _utf8_body(response: httpx.Response) -> bool:
+    return (response.charset_encoding or "utf-8").lower() in {"utf-8", "utf8"}
+
+
+def _raw_body(response: httpx.Response) -> _ResponseStream | None:
+    """This transport's body when httpx would pass its bytes on as they are (no
+    Content-Encoding to decode)."""
+    body = response.extensions.get(_BODY)
+    plain = response.headers.get("Content-Encoding", "identity").lower() == "identity"
+    return body if isinstance(body, _ResponseStream) and plain else None
+
+
+def aiter_body(response: httpx.Response) -> AsyncIterator[bytes] | AsyncIterator[str]:
+    """The body as a streamed answer's reader takes it (`chats.agent.sse`): its UTF-8 bytes as
+    they arrive, straight from aiohttp when this transport carries them (no layer of httpx's,
+    no copy, no decoding: the reader decodes each line once); text for another charset."""
+    if not _utf8_body(response):
+        return response.aiter_text()
+    body = _raw_body(response)
+    return body._reads() if body is not None else response.aiter_bytes()
+
+
 def aiter_text(response: httpx.Response) -> AsyncIterator[str]:
     """`response.aiter_text()`, read straight from aiohttp when this transport carries the body
     and httpx would only have decoded it as UTF-8 (no Content-Encoding, no other charset)."""
-    body = response.extensions.get(_BODY)
-    plain = response.headers.get("Content-Encoding", "identity").lower() == "identity"
-    charset = (response.charset_encoding or "utf-8").lower()
-    if isinstance(body, _ResponseStream) and plain and charset in {"utf-8", "utf8"}:
+    body = _raw_body(response)
+    if body is not None and _utf8_body(response):
         return body.aiter_text()
     return response.aiter_text()
 

@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import replace
-from typing import Any, NamedTuple, Protocol
+from typing import Any, AnyStr, NamedTuple, Protocol
 
 import orjson
 
@@ -53,19 +53,22 @@ _DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
 _LONG_NUMBER = b"0" * 19
 
 
-def json_document(text: str) -> Any:
+def json_document(text: str | bytes) -> Any:
     """Parse one JSON document as the standard library does, ~4x faster for an event's line.
 
     orjson reads what nearly every line is; what it refuses or could read differently (NaN,
     1e999, lone surrogates, integers past 64 bits) goes to `json`, which keeps them for
-    `chats.run.storable` to judge. Raises ValueError (or RecursionError) for text that is not JSON.
+    `chats.run.storable` to judge. Bytes are read as UTF-8, what is not UTF-8 as U+FFFD (as
+    the text of a body decoded with errors="replace"). Raises ValueError (or RecursionError)
+    for text that is not JSON.
     """
-    if _LONG_NUMBER not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY):
+    raw = text if type(text) is bytes else text.encode("utf-8", "surrogatepass")
+    if _LONG_NUMBER not in raw.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+    return json.loads(_text(text))
 
 
 # A tuple: one is built per line, in a third of a frozen dataclass's time.
@@ -150,9 +153,13 @@ def _size_text(size_bytes: int) -> str:
 
 
 class LineSplitter:
-    """Split text chunks into lines on CRLF, CR or LF; a line over the cap is dropped whole.
+    """Split chunks into lines on CRLF, CR or LF; a line over the cap is dropped whole.
 
-    Each dropped line is recorded in `skipped` as (its first characters, its size in bytes).
+    Chunks are all bytes (a body as it arrives: the cap counts bytes, and each line is decoded
+    once, by the parser) or all text (the cap counts characters, which a UTF-8 line never has
+    more of than bytes). A line break is never inside a UTF-8 character, so splitting bytes
+    never cuts one. Each dropped line is recorded in `skipped` as (its first characters, its
+    size in bytes).
     """
 
     def __init__(self, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> None:
@@ -161,88 +168,98 @@ class LineSplitter:
         self.skipped: list[tuple[str, int]] = []
         self._skipped_head = ""
         self._skipped_bytes = 0
-        self._buffer: list[str] = []
+        self._buffer: list[Any] = []
         self._buffered = 0
         self._skipping = False  # inside a line that is already over the cap
         self._pending_cr = False
 
-    def decode(self, chunk: str) -> list[str]:
+    def decode(self, chunk: AnyStr) -> list[AnyStr]:
+        lf, cr = (b"\n", b"\r") if type(chunk) is bytes else ("\n", "\r")
         if (
-            chunk.endswith("\n")
+            chunk.endswith(lf)
             and not (self._buffer or self._skipping or self._pending_cr)
             and len(chunk) <= self.max_line_chars
-            and "\r" not in chunk
+            and cr not in chunk
         ):  # whole lines, as a paced agent sends them: "data: {...}\n\n"
-            lines = chunk.split("\n")
+            lines = chunk.split(lf)
             lines.pop()  # the "" after the last LF
             return lines
-        if self._pending_cr and chunk.startswith("\n"):
+        if self._pending_cr and chunk.startswith(lf):
             chunk = chunk[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
-        if "\r" in chunk:
-            return self._decode_any_line_ends(chunk)
+        if cr in chunk:
+            return self._decode_any_line_ends(chunk, lf, cr)
         # LF only, as every agent sends: one split in C rather than a search per line.
-        *complete, unfinished = chunk.split("\n")
-        lines: list[str] = []
+        *complete, unfinished = chunk.split(lf)
+        lines: list[AnyStr] = []
         for piece in complete:
             if self._buffer or self._skipping or len(piece) > self.max_line_chars:
                 self._take(piece)
-                lines.extend(self._end_line())
+                lines.extend(self._end_line(piece[:0]))
             else:
                 lines.append(piece)  # a whole line in this chunk, within the cap
         self._take(unfinished)
         return lines
 
-    def _decode_any_line_ends(self, chunk: str) -> list[str]:
-        lines: list[str] = []
+    def _decode_any_line_ends(self, chunk: AnyStr, lf: AnyStr, cr: AnyStr) -> list[AnyStr]:
+        lines: list[AnyStr] = []
         start = 0
         length = len(chunk)
         while start < length:
-            cr, lf = chunk.find("\r", start), chunk.find("\n", start)
-            end = min(i for i in (cr, lf, length) if i != -1)
+            at_cr, at_lf = chunk.find(cr, start), chunk.find(lf, start)
+            end = min(i for i in (at_cr, at_lf, length) if i != -1)
             self._take(chunk[start:end])
             if end == length:
                 break
-            lines.extend(self._end_line())
-            if chunk[end] == "\r":
+            lines.extend(self._end_line(chunk[:0]))
+            if chunk[end : end + 1] == cr:
                 if end + 1 == length:
                     self._pending_cr = True
-                elif chunk[end + 1] == "\n":
+                elif chunk[end + 1 : end + 2] == lf:
                     end += 1
             start = end + 1
         return lines
 
-    def flush(self) -> list[str]:
-        return self._end_line() if (self._buffer or self._skipping) else []
+    def flush(self) -> list[Any]:
+        if not (self._buffer or self._skipping):
+            return []
+        return self._end_line(self._buffer[0][:0] if self._buffer else "")
 
-    def _take(self, piece: str) -> None:
+    def _take(self, piece: AnyStr) -> None:
         if self._skipping:
             self._skipped_bytes += _utf8_size(piece)
             return
         if not piece:
             return
         if self._buffered + len(piece) > self.max_line_chars:
-            head = "".join(self._buffer)[:SKIPPED_HEAD_CHARS]
-            self._skipped_head = head + piece[: SKIPPED_HEAD_CHARS - len(head)]
+            head = _text(piece[:0].join(self._buffer)[:SKIPPED_HEAD_CHARS])
+            self._skipped_head = head + _text(piece[: SKIPPED_HEAD_CHARS - len(head)])
             self._skipped_bytes = sum(map(_utf8_size, self._buffer)) + _utf8_size(piece)
             self._buffer, self._buffered, self._skipping = [], 0, True
             return
         self._buffer.append(piece)
         self._buffered += len(piece)
 
-    def _end_line(self) -> list[str]:
+    def _end_line(self, empty: AnyStr) -> list[AnyStr]:
         if self._skipping:
             self._skipping = False
             self.oversized_lines += 1
             self.skipped.append((self._skipped_head, self._skipped_bytes))
             return []
-        line = "".join(self._buffer)
+        line = empty.join(self._buffer)
         self._buffer, self._buffered = [], 0
         return [line]
 
 
-def _utf8_size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+def _utf8_size(piece: str | bytes) -> int:
+    if type(piece) is bytes:
+        return len(piece)
+    return len(piece.encode("utf-8", "surrogatepass"))
+
+
+def _text(piece: str | bytes) -> str:
+    """A line (or its start) as text: bytes are UTF-8, and what is not becomes U+FFFD."""
+    return piece.decode("utf-8", "replace") if type(piece) is bytes else piece
 
 
 class EventParser:
@@ -253,9 +270,15 @@ class EventParser:
         self.unreadable_lines = 0
         self._event_name = ""
 
-    def feed(self, line: str) -> list[AgentEvent]:
-        """Return the events a line completes (none for heartbeats, comments and other fields)."""
-        if line.startswith("data: {"):  # nearly every line: one JSON object
+    def feed(self, line: str | bytes) -> list[AgentEvent]:
+        """Return the events a line completes (none for heartbeats, comments and other fields).
+
+        A line of bytes is UTF-8 (what is not becomes U+FFFD): its JSON is read as it is."""
+        if type(line) is bytes:
+            if line.startswith(b"data: {"):  # nearly every line: one JSON object
+                return self.feed_document(line[6:], event=self._event_name)
+            line = line.decode("utf-8", "replace")
+        elif line.startswith("data: {"):
             return self.feed_document(line[6:], event=self._event_name)
         if not line:
             self._event_name = ""
@@ -276,15 +299,17 @@ class EventParser:
             return []
         return self.feed_document(value, event=self._event_name)
 
-    def feed_document(self, text: str, *, event: str = "") -> list[AgentEvent]:
-        """Return the events of one JSON document (a `data:` value, or one JSON line)."""
+    def feed_document(self, text: str | bytes, *, event: str = "") -> list[AgentEvent]:
+        """Return the events of one JSON document (a `data:` value, or one JSON line); bytes
+        are UTF-8, decoded once, what is not UTF-8 as U+FFFD."""
         try:
             document = json_document(text)
         except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
-            return self._skip(text, "not JSON")
+            return self._skip(_text(text), "not JSON")
         if not isinstance(document, dict):
-            return self._skip(text, "not a JSON object")
-        return self.feed_message(StreamMessage(event=event, document=document, text=text))
+            return self._skip(_text(text), "not a JSON object")
+        message = StreamMessage(event=event, document=document, text=_text(text))
+        return self.feed_message(message)
 
     def feed_message(self, message: StreamMessage) -> list[AgentEvent]:
         """Return the events of one decoded message (an SDK decodes its stream itself)."""
@@ -321,9 +346,13 @@ class StreamReader:
     def malformed_lines(self) -> int:
         return self.parser.unreadable_lines + self.splitter.oversized_lines
 
-    def feed_text(self, chunk: str) -> list[AgentEvent]:
+    def feed(self, chunk: str | bytes) -> list[AgentEvent]:
+        """The events a chunk of the body completes: bytes as they arrive (decoded line by
+        line), or text. One reader takes one kind."""
         events = self._lines(self.splitter.decode(chunk))
         return events + self._skipped() if self.splitter.skipped else events
+
+    feed_text = feed
 
     def close(self) -> list[AgentEvent]:
         events = self._lines(self.splitter.flush())
@@ -334,14 +363,14 @@ class StreamReader:
         skipped, self.splitter.skipped = self.splitter.skipped, []
         return [SkippedEvent(notice=skipped_notice(head, size)) for head, size in skipped]
 
-    def _lines(self, lines: list[str]) -> list[AgentEvent]:
+    def _lines(self, lines: list[Any]) -> list[AgentEvent]:
         if not self.json_lines:
             if len(lines) == 1:  # a paced stream: one line a read
                 return self.parser.feed(lines[0])
             return [event for line in lines for event in self.parser.feed(line)]
         events: list[AgentEvent] = []
         for line in lines:
-            stripped = line.strip()
+            stripped = _text(line).strip()
             if stripped.startswith(("{", "[")):
                 events.extend(self.parser.feed_document(stripped))
             else:
@@ -350,11 +379,13 @@ class StreamReader:
 
 
 async def aiter_events(
-    text_chunks: AsyncIterator[str], reader: StreamReader
+    chunks: AsyncIterator[str] | AsyncIterator[bytes], reader: StreamReader
 ) -> AsyncIterator[AgentEvent]:
-    """Yield events as the chunks of an HTTP body arrive, however the chunks split the lines."""
-    async for chunk in text_chunks:
-        for event in reader.feed_text(chunk):
+    """Yield events as the chunks of an HTTP body arrive (bytes, or text), however the chunks
+    split the lines."""
+    feed = reader.feed
+    async for chunk in chunks:
+        for event in feed(chunk):
             yield event
     for event in reader.close():
         yield event

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from chats.agent._http import AgentError, host_of, http_transport, stalled, stream_timeout, subject
-from chats.agent.aiohttp_transport import aiter_text
+from chats.agent.aiohttp_transport import aiter_body
 from chats.agent.events import AgentEvent
 from chats.agent.request import AgentRequest, AgentSettings
 from chats.agent.sse import StreamAdapter, StreamReader, aiter_events
@@ -213,8 +213,9 @@ async def posted_events(
             if response.status_code >= 400:
                 await response.aread()
                 raise refuse(response)
-            async for event in aiter_events(aiter_text(response), reader):
-                started = True
-                yield event
+            async with contextlib.aclosing(aiter_body(response)) as chunks:
+                async for event in aiter_events(chunks, reader):
+                    started = True
+                    yield event
     except TRANSPORT_ERRORS as error:
         raise transport_failure(error, started, agent, host_of(url), timeouts) from error

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import codecs
 import functools
 import json
 import logging
@@ -483,12 +482,12 @@ class _WireTap(_FixedTimeouts):
         request.headers["Accept-Encoding"] = "identity"
         response = await super().handle_async_request(request)
         if response.status_code == 200 and isinstance(response.stream, httpx.AsyncByteStream):
-            self._body = _TeeStream(response.stream, self._take_text)
+            self._body = _TeeStream(response.stream, self._take)
             response.stream = self._body
         return response
 
-    def _take_text(self, text: str) -> None:
-        self._events.extend(self._reader.feed_text(text))
+    def _take(self, chunk: bytes) -> None:
+        self._events.extend(self._reader.feed(chunk))
 
     def take(self) -> list[AgentEvent]:
         """The events read since the last call."""
@@ -502,24 +501,21 @@ class _WireTap(_FixedTimeouts):
 
 
 class _TeeStream(httpx.AsyncByteStream):
-    """A response body that hands each chunk's text to `take` as it passes on."""
+    """A response body that hands each chunk to `take` as it passes on."""
 
     def __init__(self, inner: httpx.AsyncByteStream, take: Any) -> None:
         self._inner = inner
         self._chunks = inner.__aiter__()
         self._take = take
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._chunks:
-            self._take(self._decoder.decode(chunk))
+            self._take(chunk)
             yield chunk
-        self._take(self._decoder.decode(b"", final=True))
 
     async def drain(self) -> None:
         async for chunk in self._chunks:
-            self._take(self._decoder.decode(chunk))
-        self._take(self._decoder.decode(b"", final=True))
+            self._take(chunk)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -212,6 +212,43 @@ def test_lf_and_crlf_bodies_split_alike_wherever_a_chunk_ends():
             assert (lines, splitter.oversized_lines) == (expected, 1), (body, cut)
 
 
+def test_bytes_split_as_text_does_wherever_a_chunk_ends():
+    """A body read as bytes gives the lines its text would, each decoded once: a character cut
+    between two chunks is whole, bytes that are not UTF-8 become U+FFFD, as a decoder with
+    errors="replace" makes them, and the cap counts bytes."""
+    body = ("data: a\n\nevent: x\ndata: " + "y" * 30 + "\n\n: é€😀\ndata: z").encode() + b"\xff\n"
+    lines = body.decode("utf-8", "replace").split("\n")[:-1]
+    expected = [part for part in lines if len(part.encode()) <= 20]
+    for raw in (body, body.replace(b"\n", b"\r\n")):
+        for cut in range(len(raw) + 1):
+            splitter = LineSplitter(max_line_chars=20)
+            lines = splitter.decode(raw[:cut]) + splitter.decode(raw[cut:]) + splitter.flush()
+            decoded = [line.decode("utf-8", "replace") for line in lines]
+            assert (decoded, splitter.oversized_lines) == (expected, 1), (raw, cut)
+
+
+def test_a_body_read_as_bytes_gives_the_events_of_its_text(stream_fixtures_dir):
+    text = (stream_fixtures_dir / "lifecycle.sse").read_text().replace("\n", "\r\n")
+    expected, _ = parse_sse_text(text, BigdataAdapter())
+    body = text.encode()
+    for size in (1, 3, 64, 10_000):
+        reader = StreamReader(BigdataAdapter())
+        got = [e for i in range(0, len(body), size) for e in reader.feed(body[i : i + size])]
+        got += reader.close()
+        assert [(e.data, e.raw) for e in got] == [(e.data, e.raw) for e in expected], size
+        assert reader.malformed_lines == 0
+
+
+def test_bytes_that_are_not_utf8_are_read_as_replacement_characters():
+    reader = StreamReader(BigdataAdapter(), max_line_chars=100)
+    bad = b'data: {"message": {"type": "ANSWER", "content": "caf\xe9"}}\n'  # Latin-1's é
+    events = reader.feed(bad) + reader.feed(b"data: " + b"x" * 200 + b"\n") + reader.close()
+    assert [e.content for e in events if e.type == "ANSWER"] == ["caf\ufffd"]
+    assert [e.notice for e in events if e.type == "STREAM_SKIPPED"] == [
+        "An event of the agent's stream (206 bytes) was over AGENT_MAX_LINE_BYTES and is not shown."
+    ]
+
+
 # What the standard library reads differently from orjson, or orjson refuses.
 UNUSUAL_JSON = [
     '{"n": 12345678901234567890123}',  # past 64 bits: orjson would read a float
