@@ -37,5 +37,15 @@ def strict_json(value: Any) -> str:
     library: a few events' worth, where an ANSWER delta costs 0.3 µs here against 1.8 µs
     through `json.dumps`.
     """
-    text = compact_json(value)
-    return text if "null" not in text else _standard.encode(value)
+    return strict_json_bytes(value).decode()
+
+
+def strict_json_bytes(value: Any) -> bytes:
+    """`strict_json`'s text as UTF-8, as orjson writes it (no text made on the way)."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _standard.encode(value).encode("utf-8", "surrogatepass")
+    if b"null" in data:
+        return _standard.encode(value).encode("utf-8", "surrogatepass")
+    return data

@@ -28,7 +28,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from chats.agent.events import AgentEvent
-from chats.live.compact_json import strict_json
+from chats.live.compact_json import strict_json, strict_json_bytes
 from chats.live.protocol import event_view, publish_to_chats, turn_events
 from chats.log_context import shared_task
 from chats.loop.batches import DATABASE_FAILING
@@ -241,30 +241,56 @@ class EventLog:
 
 
 def write_batch(batch: list[PendingEvent]) -> None:
-    """Insert the batch in one transaction: COPY on PostgreSQL, a few statements on SQLite.
+    """Insert the batch at once: one COPY statement on PostgreSQL, a few INSERTs in one
+    transaction on SQLite.
 
     Not bulk_create: compiling the INSERT field by field, row by row, took most of the flusher's
     time, and that time is taken from every stream being read (the writer's thread shares the
-    GIL with the event loop). COPY costs 8 µs of CPU per row where executemany cost 21
-    (docs/PERFORMANCE.md, "The event log's writes"). Both store the data as `strict_json` writes it:
-    a value that slipped past `storable_event` (NaN, say) is written as the token JSONField would
-    send, refused by the database, not quietly rewritten, and the turn fails alone.
+    GIL with the event loop). Both store the data as `strict_json` writes it: a value that
+    slipped past `storable_event` (NaN, say) is written as the token JSONField would send,
+    refused by the database, not quietly rewritten, and the turn fails alone.
     """
     db = connections[DEFAULT_DB_ALIAS]  # not the `connection` proxy: it is a lookup per access
     now = timezone.now()
     table = db.ops.quote_name(TurnEvent._meta.db_table)
-    rows = [(p.turn_id, p.seq, p.event.type[:40], strict_json(p.data)) for p in batch]
     # The raw connection's statements: wrap_database_errors gives their errors Django's classes,
     # so a transient refusal is still an OperationalError, retried (DATABASE_FAILING), and a
     # refused value an IntegrityError, which fails its turn.
+    if db.vendor == "postgresql":
+        with db.wrap_database_errors:
+            db.ensure_connection()
+            copy_rows(db.connection, table, batch, now)
+        return
+    rows = [(p.turn_id, p.seq, p.event.type[:40], strict_json(p.data)) for p in batch]
     with transaction.atomic(), db.wrap_database_errors:
-        if db.vendor == "postgresql":
-            copy_rows = f"COPY {table} {_COLUMNS} FROM STDIN"
-            with db.connection.cursor() as cursor, cursor.copy(copy_rows) as copy:
-                for row in rows:
-                    copy.write_row((*row, now))
-        else:
-            insert_sqlite_rows(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
+        insert_sqlite_rows(db.connection, table, rows, db.ops.adapt_datetimefield_value(now))
+
+
+# PostgreSQL: the batch is one COPY, outside any transaction block, so the statement is its own
+# transaction (all its rows or none) and a tick's write is its two round trips (the COPY, then
+# its rows and end) with no BEGIN and COMMIT around them. The rows go as one buffer of COPY's
+# text format, each row's JSON the bytes orjson writes: psycopg's write_row adapted each value
+# of each row, and encoded the JSON text again (docs/PERFORMANCE.md, "The event log's writes").
+_COPY_ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+
+
+@functools.lru_cache(maxsize=256)
+def _copy_text(text: str) -> bytes:
+    """A column's text in COPY's text format (an unknown event's type is the agent's own)."""
+    return text.translate(_COPY_ESCAPES).encode()
+
+
+def copy_rows(raw: Any, table: str, batch: list[PendingEvent], received_at: Any) -> None:
+    at = received_at.isoformat().encode()
+    lines = []
+    for p in batch:
+        data = strict_json_bytes(p.data)
+        if b"\\" in data:  # JSON holds no raw tab, CR or LF: only its escapes' backslashes
+            data = data.replace(b"\\", b"\\\\")
+        kind = _copy_text(p.event.type[:40])
+        lines.append(b"%d\t%d\t%s\t%s\t%s\n" % (p.turn_id, p.seq, kind, data, at))
+    with raw.cursor() as cursor, cursor.copy(f"COPY {table} {_COLUMNS} FROM STDIN") as copy:
+        copy.write(b"".join(lines))
 
 
 # SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,

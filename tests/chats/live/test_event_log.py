@@ -10,7 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import DatabaseError, connection
 
-from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent
+from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent, UnknownEvent
 from chats.live.event_log import EventLog, PendingEvent, insert_sqlite_rows, write_batch
 from chats.live.relay import RelayFrame, close_relay, get_relay
 from chats.loop.ticks import Ticks, tick_number
@@ -99,6 +99,21 @@ async def test_every_row_of_a_batch_is_stored_with_its_seq_type_and_data(user):
         TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "type", "data")
     )
     assert rows == [(seq, event.type, event.data) for seq, event in enumerate(events, 1)]
+
+
+async def test_an_agents_own_type_is_stored_as_it_came(user):
+    turn = await make_turn(user)
+    kinds = ["NOT_ENTITLED", "tab\there", "back\\slash", "line\nbreak", "x" * 40]
+    log = EventLog(Ticks(60))
+    for seq, kind in enumerate(kinds, 1):
+        log.append(turn.chat_id, turn.pk, seq, UnknownEvent(type=kind, payload={"k": kind}))
+    await log.flush()
+
+    rows = await database_sync_to_async(list)(
+        TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("type", "data")
+    )
+    assert [kind for kind, _ in rows] == kinds
+    assert [data["k"] for _, data in rows] == kinds
 
 
 @pytest.mark.parametrize("count", [1, 3, 1023, 1024, 1025, 2500])
