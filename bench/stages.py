@@ -104,7 +104,7 @@ READ_RATE = 50.0  # events per second per stream
 READ_EVENTS = 50  # per paced stream (1 s a round)
 UNPACED_EVENTS = 5000
 READS = [0]  # chunks the read stage was given, to tell how many events a read returns
-GOAL_US = 80.0
+GOAL_US = 50.0  # on SQLite and on PostgreSQL
 QUESTION = question(events=EVENTS, rate=50)
 
 
@@ -778,7 +778,8 @@ def main() -> None:
         print(f"- {label}: {parts} (search index per chat, 200 at once)")
     print()
     for label, total in totals.items():
-        print(f"Total per relayed event ({label}): {us(total)} µs (goal ≤ {GOAL_US:g} µs)")
+        word = "met" if total * 1e6 <= GOAL_US else "MISSED"
+        print(f"GOAL {word:<7} per relayed event ({label}): {us(total)} µs (≤ {GOAL_US:g} µs)")
     print(f"(ran in {time.perf_counter() - began:.0f} s)")
 
 
