@@ -22,6 +22,7 @@ from chats.answer.charts import charts_for_turn
 from chats.errors import ErrorCode, TurnStartError
 from chats.library.search import chat_search_index_update
 from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
+from chats.row_updates import update_rows
 from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
 from chats.usage.limits import usage_budgets
 from chats.usage.records import usage_record_for_turns
@@ -98,8 +99,8 @@ def turn_start(
 def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     """Create a streaming turn per ask, and the request that continues its branch upstream.
 
-    One transaction, a fixed number of queries for the whole list, and an UPDATE of each chat
-    (and one more query for each ask that names a saved output schema): a burst of asks (every
+    One transaction and a fixed number of queries for the whole list (and one more query for
+    each ask that names a saved output schema): a burst of asks (every
     page of a team asking at once) costs a few round trips, not a few per ask. Returns, in the
     order of `asks`, the started turn or why that ask was refused; one refusal costs the others
     nothing.
@@ -186,12 +187,9 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
             chat.title = display.chat_title(new.turn.question)
         if new.save_options:
             chat.options = new.options.to_json()
-    # One UPDATE per chat (its row is locked already, in id order): bulk_update's CASE per
-    # field and chat cost 3x as much CPU to compile as the statements it replaces.
-    for chat in {new.turn.chat_id: new.turn.chat for new in created}.values():
-        Chat.objects.filter(pk=chat.pk).update(
-            active_turn=chat.active_turn, updated_at=now, title=chat.title, options=chat.options
-        )
+    # One UPDATE for the chats' rows (locked already, in id order), as for one chat.
+    chats_changed = {new.turn.chat_id: new.turn.chat for new in created}
+    update_rows(list(chats_changed.values()), ["active_turn", "updated_at", "title", "options"])
     return [o if isinstance(o, TurnStartError) else o.started() for o in outcomes]
 
 
@@ -410,7 +408,7 @@ def turn_finish(
 
 def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     """Store the answers, citations and outcomes of turns that ended together, in one
-    transaction and, but for an UPDATE of each turn and of its chat, the queries of one.
+    transaction and the queries of one.
 
     Returns, in the order of `ends`, each stored turn, or None for a turn already finished (by
     a sweeper that thought its run dead) or gone. A stored turn's `pages_to_check` says whether
@@ -465,15 +463,13 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
         if transcript.upstream_chat_id:
             turn.upstream_chat_id = transcript.upstream_chat_id
         turn.execution_id = end.execution_id or turn.execution_id
-        turn.save(update_fields=FINISHED_FIELDS)
         chat.updated_at = now
         if transcript.upstream_chat_id and (turn.is_restart or not chat.upstream_chat_id):
             chat.upstream_chat_id = transcript.upstream_chat_id
         changed_chats[chat.pk] = chat
-    for chat in changed_chats.values():  # one UPDATE each: see turn_start_many
-        Chat.objects.filter(pk=chat.pk).update(
-            updated_at=now, upstream_chat_id=chat.upstream_chat_id
-        )
+    # One statement for the turns' rows, one for their chats' (all locked already, in id order).
+    update_rows([turn for turn, *_ in finishing], FINISHED_FIELDS)
+    update_rows(list(changed_chats.values()), ["updated_at", "upstream_chat_id"])
     usage_record_for_turns(turns=[turn for turn, *_ in finishing], now=now)
     finished = {turn.pk: turn for turn, *_ in finishing}
     webhooks_turns_finished(turns=list(finished.values()))  # those the API asked it for
