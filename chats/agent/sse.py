@@ -274,15 +274,15 @@ class EventParser:
         """Return the events a line completes (none for heartbeats, comments and other fields).
 
         A line of bytes is UTF-8 (what is not becomes U+FFFD): its JSON is read as it is."""
+        if not line:  # the blank line after each event
+            self._event_name = ""
+            return []
         if type(line) is bytes:
             if line.startswith(b"data: {"):  # nearly every line: one JSON object
                 return self.feed_document(line[6:], event=self._event_name)
             line = line.decode("utf-8", "replace")
         elif line.startswith("data: {"):
             return self.feed_document(line[6:], event=self._event_name)
-        if not line:
-            self._event_name = ""
-            return []
         line = line.rstrip("\r\n")
         if not line or line.startswith(":"):
             if not line:
@@ -308,8 +308,9 @@ class EventParser:
             return self._skip(_text(text), "not JSON")
         if not isinstance(document, dict):
             return self._skip(_text(text), "not a JSON object")
-        message = StreamMessage(event=event, document=document, text=_text(text))
-        return self.feed_message(message)
+        if type(text) is bytes:
+            text = text.decode("utf-8", "replace")
+        return self.feed_message(StreamMessage(event, document, text))
 
     def feed_message(self, message: StreamMessage) -> list[AgentEvent]:
         """Return the events of one decoded message (an SDK decodes its stream itself)."""
