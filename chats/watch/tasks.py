@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
@@ -74,15 +75,23 @@ def watch_create(
         raise WatchError("Every must be 'day' or 'week'.")
     if not 0 <= weekday <= 6:
         raise WatchError("Choose a day of the week.")
-    if Watch.objects.filter(owner=owner).count() >= settings.WATCH_MAX_PER_USER:
+    if time_of_day.tzinfo is not None:  # a time of day is in the site's time zone, no other
         raise WatchError(
-            f"You have {settings.WATCH_MAX_PER_USER} watches already. Delete one on the"
-            " Changes page first."
+            f"Choose a time of day such as 09:00, in the site's time zone ({settings.TIME_ZONE}),"
+            " with no offset."
         )
     now = timezone.now()
     due = next_run_after(every=every, time_of_day=time_of_day, weekday=weekday, after=now)
+    limit = settings.WATCH_MAX_PER_USER
     try:
         with transaction.atomic():
+            # The owner's row serialises their new watches: two at once cannot both see room
+            # for one more.
+            list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values("pk"))
+            if Watch.objects.filter(owner=owner).count() >= limit:
+                raise WatchError(
+                    f"You have {limit} watches already. Delete one on the Changes page first."
+                )
             watch = Watch.objects.create(
                 owner=owner,
                 chat=turn.chat,
