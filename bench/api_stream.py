@@ -11,8 +11,9 @@ A. Delivery, in process (deterministic, CPU-bound; bench/stages.py's load and he
    - websocket: bench/stages.py's "deliver" (a real `ChatConsumer`'s outbox, `_write_forever`,
      `_write`, the ASGI send) plus "ws-send" (websockets' `send_text` and `data_to_send`, what
      uvicorn's websockets-sansio does with each frame);
-   - stream: a real `TurnEvents` (the API stream's outbox, the placement of each frame,
-     its events cut into SSE events) in its `EventStreamResponse`, sent by Django's own
+   - stream: a real `TurnEvents` (the API stream's outbox, the placement of each frame, its
+     events cut from its text into one server-sent event each, `protocol.event_stream_text`,
+     one chunk a frame) in its `EventStreamResponse`, sent by Django's own
      `ASGIHandler.send_response` to an ASGI send that frames each body chunk as uvicorn's HTTP/1.1
      chunked encoding does (each stream begun on a turn row with an empty log, untimed).
 B. The served site (bench/streaming.py's part 2): one real site (`python -m researchsite.serve`,
@@ -125,16 +126,15 @@ async def by_asking_for_the_stream(client, token: str, chat: int, text: str, eve
 
 
 async def whole_stream(response, events: int) -> bool:
-    """Read an event stream to turn.finished: every event once, in order."""
+    """Read an event stream to turn.finished: every event once, in order (its `id:`)."""
     seq, kind = 0, ""
     async for line in response.aiter_lines():
-        if line.startswith("event: "):
+        if line.startswith("id: "):
+            if int(line[4:]) != seq + 1:
+                return False
+            seq += 1
+        elif line.startswith("event: "):
             kind = line[7:]
-        elif line.startswith("data: ") and kind == "turn.events":
-            for event in json.loads(line[6:])["events"]:
-                if event["seq"] != seq + 1:
-                    return False
-                seq += 1
         elif line.startswith("data: ") and kind == "turn.finished":
             return json.loads(line[6:])["status"] == "complete" and seq == events
     return False
@@ -210,9 +210,9 @@ async def stream_round(captured: list[list[tuple[int, Any]]], turns: list[Any]) 
     await asyncio.gather(*tasks, return_exceptions=True)
     events = sum(frame.last_seq - frame.first_seq + 1 for f in captured for _, frame in f)
     assert all(s.cursor == events // len(streams) for s in streams)
-    assert sum(chunk.count(b"\nevent: turn.events\n") for chunk in written) == len(
-        [frame for frames in captured for frame in frames]
-    )
+    # One server-sent event per event, one chunk per frame.
+    assert sum(chunk.count(b'\ndata: {"seq":') for chunk in written) == events
+    assert len(written) == sum(len(frames) for frames in captured)
     return elapsed / events
 
 
@@ -233,7 +233,7 @@ def delivery(args) -> dict[str, float]:
     import stages
 
     with tempfile.TemporaryDirectory(prefix="researchsite-api-stream-") as directory:
-        stages.setup_django(f"sqlite:///{directory}/bench.sqlite3")
+        stages.migrated_site(f"sqlite:///{directory}/bench.sqlite3")
         with asyncio.Runner(loop_factory=stages.new_loop) as runner:
             ticks = stages.pending_ticks([(i + 1, 1000 + i) for i in range(stages.TURNS)])
             captured = runner.run(stages.capture_frames(ticks))

@@ -1,12 +1,14 @@
 from django.apps import AppConfig
 
+from chats.usage.prices import price_table
+
 
 class ChatsConfig(AppConfig):
     name = "chats"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chats.live import limits  # noqa: F401 (connects the logout signal that closes sockets)
-        from chats.usage.prices import price_table
+        # Imported here, not at the top: it imports the models, which Django loads after apps.py.
+        import chats.live.limits  # noqa: F401 (connects the logout signal that closes sockets)
 
         price_table()  # a MODEL_PRICES that cannot be read stops the start, saying why

@@ -3,14 +3,14 @@
 The stream follows the turn's chat as a page's socket does (`chats/live/follow.py`): it joins the
 relay, then reads the event log after its cursor (the `Last-Event-ID` header, else 0), so it
 sees every event at least once, and seqs dedupe; a frame that does not follow on from the
-cursor, or a follower fallen behind, is caught up from the log. Each frame the page gets is one
-server-sent event (`protocol.event_stream_text`): `event: turn.events`, `data:` the frame's JSON,
-its text as the relay carries it (the events after the previous frame's, each with its `seq`),
-and `id:` the seq of its last event, after which `Last-Event-ID` resumes; the log is sent as such
-frames too. It ends after `event: turn.finished`, whose `data:` is the frame the page gets (the
-finished turn's card); a finished turn replays its events and ends. `turn.notice` frames (a
-retry's notice) pass without an id. A comment line every KEEPALIVE_SECONDS keeps proxies from
-closing a quiet stream; the stream ends if its token stops being usable meanwhile.
+cursor, or a follower fallen behind, is caught up from the log. Each of the turn's events is one
+server-sent event: `id:` its seq, after which `Last-Event-ID` resumes, `event:` its type
+(`ANSWER`, `ACTION`, ...), `data:` its JSON as the page gets it, cut from the text of the frame
+that carried it (`protocol.event_stream_text`), one chunk written per frame; the log's events
+are sent the same way. It ends after `event: turn.finished`, whose `data:` is the frame the page
+gets (the finished turn's card); a finished turn replays its events and ends. `turn.notice`
+frames (a retry's notice) pass without an id. A comment line every KEEPALIVE_SECONDS keeps
+proxies from closing a quiet stream; the stream ends if its token stops being usable meanwhile.
 
 A stream counts as one of its user's live connections (WS_MAX_SOCKETS_PER_USER, pages and
 streams together, `chats.live.limits`). Its database work goes to the process's one database
@@ -42,10 +42,12 @@ from chats.selectors import turn_events_after, turn_get, turn_get_readable
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = "keepalive"  # an outbox item: time to say something on a quiet stream
 DESCRIPTION = (
-    "Server-sent events, each a frame the chat page receives: `event: turn.events`, `data:` "
-    'its JSON ({"type": "turn.events", "turn_id": ..., "events": [{"seq": ..., "type": ...}, '
-    "...]}), `id:` the seq of its last event; then `event: turn.finished` with the finished "
-    "turn's card, and the stream ends. Send `Last-Event-ID` to resume after that event."
+    "Server-sent events, one for each of the turn's events: `id:` its sequence number (from 1), "
+    "`event:` its type (ANSWER, ACTION, PLANNING, ...), `data:` its JSON as the chat page "
+    'receives it ({"seq": ..., "type": ..., "content"?, "status"?, "activity"?, ...}); then '
+    "`event: turn.finished` (no id) with the finished turn's card, and the stream ends. "
+    "`event: turn.notice` (no id): the agent is being retried. Send `Last-Event-ID` to resume "
+    "after that event."
 )
 
 
@@ -245,7 +247,7 @@ class TurnEvents:
         return chunks
 
     async def _logged(self) -> list[bytes]:
-        """The log after the cursor, as `turn.events` frames of up to REPLAY_CHUNK events."""
+        """The log after the cursor, as server-sent events, a chunk per REPLAY_CHUNK events."""
         chunks = []
         async for views in log_chunks(_read_log, self.turn_id, self.cursor):
             fresh = [view for view in views if view["seq"] > self.cursor]

@@ -18,6 +18,7 @@ travels. Only code that has committed what its frames say calls it (the rule is 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -87,13 +88,51 @@ def encode(frame: ChatFrame, received_at: float = 0.0) -> RelayFrame:
 
 
 def event_stream_text(frame: RelayFrame) -> str:
-    """A frame as one server-sent event of the API's event stream (chats/api/stream.py): `event:`
-    its type, `data:` its JSON text as the page receives it, and for `turn.events` `id:` the seq
-    of the last event it carries. Around the frame's own text: nothing is encoded again, so a
-    stream costs what a page's socket costs per event (bench/api_stream.py)."""
-    if frame.last_seq:
-        return f"id: {frame.last_seq}\nevent: {frame.kind}\ndata: {frame.text}\n\n"
-    return f"event: {frame.kind}\ndata: {frame.text}\n\n"
+    """A frame as the API's event stream sends it (chats/api/stream.py), in one piece.
+
+    `turn.events`: each event it carries is one server-sent event, `id:` its seq, `event:` its
+    type, `data:` its JSON as the page receives it, cut from the frame's text rather than
+    encoded again. Any other frame (`turn.finished`, `turn.notice`) is one server-sent event
+    without an id: `event:` its type, `data:` its text.
+
+    `encode` writes a frame of events as `{"type":"turn.events","turn_id":N,"events":[...]}`,
+    each event an object whose first keys are `seq` and `type` (`event_view` builds them first),
+    and no other object in it has a `seq` key; inside a JSON string a `"` is always escaped, so
+    `,{"seq":` occurs only where the next event begins. JSON escapes line breaks too: each
+    event's text is one `data:` line.
+    """
+    text = frame.text
+    if frame.kind != "turn.events":
+        return f"event: {frame.kind}\ndata: {text}\n\n"
+    if not frame.last_seq:
+        return ""  # no events
+    events = text[text.index("[") + 8 : -2]  # past `[{"seq":`, before `]}`
+    if frame.first_seq == frame.last_seq:  # one event: the most common frame
+        comma = events.index(",")  # past its seq's digits
+        end = events.index('"', comma + 9)  # past `,"type":"`
+        name = events[comma + 9 : end]
+        if "\\" in name:
+            name = _escaped_type(events, comma)
+        return f'id: {events[:comma]}\nevent: {name}\ndata: {{"seq":{events}\n\n'
+    messages = []
+    for event in events.split(_NEXT_EVENT):  # each `N,"type":"T",...}`
+        comma = event.index(",")
+        end = event.index('"', comma + 9)
+        name = event[comma + 9 : end]
+        if "\\" in name:
+            name = _escaped_type(event, comma)
+        messages.append(f'id: {event[:comma]}\nevent: {name}\ndata: {{"seq":{event}\n\n')
+    return "".join(messages)
+
+
+_NEXT_EVENT = ',{"seq":'
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _escaped_type(event: str, comma: int) -> str:
+    """An event's type that JSON had to escape (no agent of the site's sends one), as JSON
+    spells it: whole, and still one line."""
+    return _JSON_STRING.match(event, comma + 8).group(1)
 
 
 # --- Browser → server ------------------------------------------------------------------------

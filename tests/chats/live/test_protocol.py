@@ -14,6 +14,7 @@ from channels.layers import get_channel_layer
 from chats.agent.providers.bigdata import event_from_message
 from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
+from chats.live.compact_json import compact_json
 from chats.live.protocol import (
     Ask,
     Rerun,
@@ -283,18 +284,32 @@ def test_binary_and_oversized_frames_are_refused():
         decode_client_frame('{"type": "ask", "message": "' + "é" * 8200 + '"}')
 
 
-# --- The API's event stream: each frame one server-sent event, around its own text ------------
+# --- The API's event stream: each event one server-sent event, cut from its frame's text -----
 
 
-def test_a_frame_is_one_server_sent_event_around_its_own_text():
+def test_each_event_of_a_frame_is_one_server_sent_event_its_text_cut_from_the_frames():
+    tricky = 'a\nb"},{"seq":99,"type":"FAKE"} ]}'  # a line break, and what splits events, quoted
     views = [
-        event_view(4, event_from_message({"type": "ANSWER", "content": "a\nb"})),
-        event_view(5, event_from_message({"type": "ANSWER", "content": "c"})),
+        event_view(4, event_from_message({"type": "ANSWER", "content": tricky})),
+        event_view(5, event_from_message({"type": "NOT_ENTITLED", "message": "x"})),
+        event_view(6, event_from_message({"type": 'ODD"TYPE\\', "n": 1})),
+        event_view(7, event_from_message({"type": "ANSWER", "content": "é…"})),
     ]
     frame = protocol.encode(protocol.turn_events(7, views))
-    assert protocol.event_stream_text(frame) == (
-        f"id: 5\nevent: turn.events\ndata: {frame.text}\n\n"  # its last event's seq
-    )
-    assert "\n" not in frame.text  # one data line: JSON escapes the answer's newline
+    assert protocol.event_stream_text(frame) == "".join(
+        f"id: {seq}\nevent: {kind}\ndata: {compact_json(view)}\n\n"
+        for (seq, kind), view in zip(
+            [(4, "ANSWER"), (5, "NOT_ENTITLED"), (6, 'ODD\\"TYPE\\\\'), (7, "ANSWER")],
+            views,
+            strict=True,
+        )
+    )  # each event's text as encoding it alone writes it; a type JSON escapes, as JSON spells it
+    for view, message in zip(views, protocol.event_stream_text(frame).split("\n\n"), strict=False):
+        alone = protocol.encode(protocol.turn_events(7, [view]))  # a frame of one event
+        assert protocol.event_stream_text(alone) == message + "\n\n"
+
+
+def test_a_frame_of_no_events_is_nothing_and_other_frames_pass_whole_without_an_id():
+    assert protocol.event_stream_text(protocol.encode(protocol.turn_events(7, []))) == ""
     notice = protocol.encode(protocol.turn_notice(7, "Retrying"))
     assert protocol.event_stream_text(notice) == f"event: turn.notice\ndata: {notice.text}\n\n"

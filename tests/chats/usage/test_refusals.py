@@ -19,7 +19,7 @@ from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn, UsageLimit, Watch, WatchRun
 from chats.services import turn_finish, turn_start
 from chats.usage.limits import resets_on
-from chats.watch.services import watch_create
+from chats.watch.tasks import watch_create
 from demo_agent.scripted import Reply, answer_stream
 from tests.chats.live.test_protocol import assert_server_frame
 
