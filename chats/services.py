@@ -22,7 +22,15 @@ from chats.answer.charts import charts_for_turn
 from chats.errors import ErrorCode, TurnStartError
 from chats.library.search import chat_search_index_update
 from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
-from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from chats.selectors import (
+    BranchTurn,
+    Tree,
+    branch_leaf,
+    chat_branch,
+    chat_turn_tree,
+    chat_turn_trees,
+    tree_versions,
+)
 from chats.usage.limits import usage_budgets
 from chats.usage.records import usage_record_for_turns
 from chats.webhooks.services import webhooks_turns_finished
@@ -233,9 +241,7 @@ class _NewTurn:
         return StartedTurn(turn, request, [*self.siblings, turn.pk])
 
 
-def _new_turn(
-    ask: TurnAsk, chat: Chat, tree: dict[int | None, list[Turn]], now: datetime
-) -> _NewTurn:
+def _new_turn(ask: TurnAsk, chat: Chat, tree: Tree, now: datetime) -> _NewTurn:
     """Place the ask's turn in its chat's tree and find what continues it upstream."""
     by_id = {t.pk: t for children in tree.values() for t in children}
     if ask.parent_turn_id == LEAF:
@@ -288,7 +294,7 @@ def _new_turn(
     history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
     if not ask.restart and chat.continued_from_id and chat.provider != BIGDATA:
         history = _continued_history(chat) + history
-    siblings = [t.pk for t in tree.get(turn.parent_id, [])]
+    siblings = [version.pk for version in tree_versions(tree, turn)]
     return _NewTurn(turn, options, schema, history, siblings, ask.save_options, ask.workflow)
 
 
