@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, Exists, Q, QuerySet
 from django.shortcuts import get_object_or_404
@@ -65,6 +66,11 @@ class BranchTurn:
     turn: Turn
     position: int  # 1-based among siblings
     siblings: list[int]  # sibling turn ids in creation order, this one included
+
+    @classmethod
+    def among(cls, turn: Turn, siblings: list[int]) -> BranchTurn:
+        """The turn placed among its siblings' ids (`turn_versions`, in their order)."""
+        return cls(turn, siblings.index(turn.pk) + 1, siblings)
 
     @property
     def previous_sibling(self) -> int | None:
@@ -200,18 +206,16 @@ def chat_branch(*, chat: Chat, tree: Tree | None = None) -> list[BranchTurn]:
         path.append(turn)
         turn = by_id.get(turn.parent_id)
     path.reverse()
-    return [branch_item(turn, tree_versions(tree, turn)) for turn in path]
-
-
-def branch_item(turn: Turn, versions: list[Turn]) -> BranchTurn:
-    """The turn with its place among its question's versions (the switcher's "2 / 3")."""
-    siblings = [version.pk for version in versions]
-    return BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
+    return [BranchTurn.among(turn, _ids(tree_versions(tree, turn))) for turn in path]
 
 
 def branch_turn(*, turn: Turn) -> BranchTurn:
     """Return one turn with its siblings, for rendering a single card."""
-    return branch_item(turn, turn_versions(turns=[turn])[turn.pk])
+    return BranchTurn.among(turn, _ids(turn_versions(turns=[turn])[turn.pk]))
+
+
+def _ids(turns: list[Turn]) -> list[int]:
+    return [turn.pk for turn in turns]
 
 
 def turn_in_chat(*, turn_id: int, chat_id: int) -> bool:
@@ -223,6 +227,17 @@ def chat_turns_to_sync(*, chat_id: int, known: list[int], newer_than: int) -> li
     known_turns = Turn.objects.filter(chat_id=chat_id, pk__in=known)
     newer = Turn.objects.filter(chat_id=chat_id, pk__gt=newer_than)
     return list((known_turns | newer).distinct().select_related("chat").order_by("pk"))
+
+
+def turn_orphan_ids() -> list[int]:
+    """The streaming turns whose run stopped renewing its lease (its process died)."""
+    return list(Turn.objects.orphaned().values_list("pk", flat=True))
+
+
+def turn_logged_events(*, turn_id: int) -> list[dict[str, Any]]:
+    """The turn's logged events as stored, in order: what a transcript is rebuilt from."""
+    rows = TurnEvent.objects.filter(turn_id=turn_id).order_by("seq")
+    return list(rows.values_list("data", flat=True))
 
 
 def turn_events_after(*, turn_id: int, after_seq: int, limit: int = 5000) -> list[EventView]:
