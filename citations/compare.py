@@ -8,7 +8,7 @@ from the stored references (`selectors.answer_versions_to_compare`), which spare
 resolver's Markdown parse of both answers.
 
 - **Figures** are aligned claim by claim. A claim is what one footnote marker closes
-  (`evidence.Claim`), or, read from storage, the text from the earliest start of the cited
+  (`resolve.Claim`), or, read from storage, the text from the earliest start of the cited
   spans that end at one place to that place; an answer without footnotes (an agent that
   cites nothing) is read sentence by sentence instead. Two claims are the same claim when
   their text is, or their words with their figures taken out are ("Revenue rose # to #."),

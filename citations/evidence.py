@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from citations.claims import ClaimCheck, check_claim, summarise
 from citations.references import PageRead, Passage
-
-if TYPE_CHECKING:
-    from citations.resolve import CitedAnswer, ResolvedReference
+from citations.resolve import CitedAnswer
 
 _WORD = re.compile(r"\w+(?:[.,']\w+)*", re.UNICODE)
 # Words too common to show as evidence of anything.
@@ -54,51 +51,6 @@ _STOPWORDS = frozenset(
         "with",
     ]
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """One marker's claim: its span, its sources' passages by footnote, and its check."""
-
-    index: int  # the marker's index in `CitedAnswer.markers`
-    start: int
-    end: int  # the marker's offset
-    passages: tuple[tuple[int, tuple[Passage, ...]], ...]  # (footnote, passages), ascending
-    check: ClaimCheck | None = None
-
-    @property
-    def footnotes(self) -> tuple[int, ...]:
-        return tuple(number for number, _ in self.passages)
-
-    @property
-    def is_flagged(self) -> bool:
-        return self.check is not None and self.check.is_flagged
-
-
-def claims_of(
-    references: Sequence[ResolvedReference], marker_offsets: Sequence[int]
-) -> tuple[Claim, ...]:
-    """Group the shown references into one claim per marker."""
-    by_marker: dict[int, list[ResolvedReference]] = {}
-    for ref in references:
-        if ref.footnote is not None and ref.marker_offset is not None:
-            by_marker.setdefault(ref.marker_offset, []).append(ref)
-    claims = []
-    for index, offset in enumerate(marker_offsets):
-        refs = by_marker.get(offset, [])
-        passages: dict[int, list[Passage]] = {}
-        for ref in refs:
-            kept = passages.setdefault(ref.footnote, [])
-            kept.extend(p for p in ref.passages if p not in kept)
-        claims.append(
-            Claim(
-                index=index,
-                start=min((r.start for r in refs), default=offset),
-                end=offset,
-                passages=tuple((n, tuple(passages[n])) for n in sorted(passages)),
-            )
-        )
-    return tuple(claims)
 
 
 def with_checks(cited: CitedAnswer) -> CitedAnswer:

@@ -33,9 +33,9 @@ from decimal import Decimal
 from functools import lru_cache
 
 from citations.claims import Figure, check_claim, claim_figures, passage_figures, supports
-from citations.evidence import claims_of, content_words, with_checks
+from citations.evidence import content_words, with_checks
 from citations.references import PageRead, Passage
-from citations.resolve import CitedAnswer
+from citations.resolve import CitedAnswer, claims_of
 
 MAX_PASSAGES = 3  # sentences shown (and checked) for one claim from one page
 MAX_SENTENCE = 600  # characters: a longer run is split at clause boundaries

@@ -1,4 +1,6 @@
-"""Resolve citations against the complete answer: the one place that numbers footnotes.
+"""Resolve citations against the complete answer: the one place that numbers footnotes, and
+groups the shown references into one claim per marker (`claims_of`; their figures are checked
+by `citations/evidence.py`).
 
 Pure (no database, no rendering, no provider) so that the live run, the stored turn,
 `render_stream` and the export all get the same footnotes from the same inputs (docs/PROTOCOL.md,
@@ -11,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from citations.evidence import Claim, claims_of
+from citations.claims import ClaimCheck
 from citations.markers import Marker, group_markers, placements_of
 from citations.references import Citation, PageRead, Passage, SourceDocument, ToolCall
 
@@ -89,6 +91,51 @@ class ToolAttribution:
     @property
     def display_name(self) -> str:
         return self.tool_name or (self.tool_call.kind if self.tool_call else "") or "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One marker's claim: its span, its sources' passages by footnote, and its check."""
+
+    index: int  # the marker's index in `CitedAnswer.markers`
+    start: int
+    end: int  # the marker's offset
+    passages: tuple[tuple[int, tuple[Passage, ...]], ...]  # (footnote, passages), ascending
+    check: ClaimCheck | None = None
+
+    @property
+    def footnotes(self) -> tuple[int, ...]:
+        return tuple(number for number, _ in self.passages)
+
+    @property
+    def is_flagged(self) -> bool:
+        return self.check is not None and self.check.is_flagged
+
+
+def claims_of(
+    references: Sequence[ResolvedReference], marker_offsets: Sequence[int]
+) -> tuple[Claim, ...]:
+    """Group the shown references into one claim per marker."""
+    by_marker: dict[int, list[ResolvedReference]] = {}
+    for ref in references:
+        if ref.footnote is not None and ref.marker_offset is not None:
+            by_marker.setdefault(ref.marker_offset, []).append(ref)
+    claims = []
+    for index, offset in enumerate(marker_offsets):
+        refs = by_marker.get(offset, [])
+        passages: dict[int, list[Passage]] = {}
+        for ref in refs:
+            kept = passages.setdefault(ref.footnote, [])
+            kept.extend(p for p in ref.passages if p not in kept)
+        claims.append(
+            Claim(
+                index=index,
+                start=min((r.start for r in refs), default=offset),
+                end=offset,
+                passages=tuple((n, tuple(passages[n])) for n in sorted(passages)),
+            )
+        )
+    return tuple(claims)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from demo_agent.errors import HttpError
 from demo_agent.question import TOPICS
 from demo_agent.request import parse_request
 from demo_agent.tokens import TokenSigner
-from demo_agent.turn import Finished, Heartbeat, Pause, ResearchTurn, load_library
+from demo_agent.turn import Finished, Heartbeat, Library, Pause, ResearchTurn, load_library
 from demo_agent.wire import (
     HEARTBEAT,
     Receive,
@@ -61,7 +61,7 @@ class DemoAgentApp:
         self._workflows = DemoWorkflows(self)
 
     @property
-    def library(self):
+    def library(self) -> Library:
         return self._library
 
     async def sleep(self, seconds: float, disconnected: asyncio.Event) -> None:

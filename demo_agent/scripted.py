@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from demo_agent import wire
+import demo_agent.wire as wire
 from demo_agent.wire import Receive, Scope, Send
 
 DEFAULT_CHAT_ID = "chat-up-1"

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from demo_agent import earnings_calendar, narration
+import demo_agent.earnings_calendar as earnings_calendar
+import demo_agent.narration as narration
 from demo_agent.charts import revenue_chart
 from demo_agent.compose import Answer, Citation, Claim, Found, compose, nothing_found, pick_claims
 from demo_agent.corpus import Company, Corpus, load_corpus

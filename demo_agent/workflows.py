@@ -13,6 +13,7 @@ whole execution, whether the first connection dropped after one event or after a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import secrets
@@ -20,12 +21,12 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from demo_agent.errors import HttpError
 from demo_agent.options import RequestOptions
 from demo_agent.tokens import BranchContext
-from demo_agent.turn import Finished, Heartbeat, Pause, ResearchTurn, Step
+from demo_agent.turn import Finished, Heartbeat, Library, Pause, ResearchTurn, Step
 from demo_agent.wire import (
     HEARTBEAT,
     Receive,
@@ -35,9 +36,6 @@ from demo_agent.wire import (
     send_json,
     start_stream,
 )
-
-if TYPE_CHECKING:
-    from demo_agent.app import DemoAgentApp
 
 PATH_SUFFIX = "/workflow/execute"
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -83,8 +81,19 @@ class Execution:
     finished: bool = False
 
 
+class Agent(Protocol):
+    """What the workflows take from the demo agent that serves them (`app.DemoAgentApp`)."""
+
+    pro_entitled: bool
+
+    @property
+    def library(self) -> Library: ...
+
+    async def sleep(self, seconds: float, disconnected: asyncio.Event) -> None: ...
+
+
 class DemoWorkflows:
-    def __init__(self, app: DemoAgentApp) -> None:
+    def __init__(self, app: Agent) -> None:
         self._app = app
         self._executions: OrderedDict[str, Execution] = OrderedDict()
 

@@ -28,7 +28,8 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from chats.api.mcp import mcp_app, mcp_running  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
-from chats.run.lifespan import lifespan_app  # noqa: E402
+from chats.run.lifespan import Worker, lifespan_app  # noqa: E402
+from chats.watch.worker import start_watch_worker, stop_watch_worker  # noqa: E402
 from researchsite.operations import with_operations_endpoints  # noqa: E402
 from researchsite.origins import SameOriginHttp, SameOriginValidator  # noqa: E402
 from researchsite.websocket_sessions import websocket_auth_stack  # noqa: E402
@@ -48,9 +49,11 @@ def _with_mcp(site):
 
 async def site_lifespan(scope, receive, send):
     """The site's lifespan (chats/run/lifespan.py), inside the MCP server's: the SDK's session
-    manager runs while requests are served."""
+    manager runs while requests are served. It runs the watches' task worker unless
+    WATCH_WORKER is false (chats/watch/worker.py)."""
+    workers = [Worker(start_watch_worker, stop_watch_worker)] if settings.WATCH_WORKER else []
     async with mcp_running():
-        await lifespan_app(scope, receive, send)
+        await lifespan_app(scope, receive, send, workers=workers)
 
 
 def _http_app():

@@ -9,9 +9,11 @@ What it offers the rest of the site:
   in `chats.agent.providers`: an adapter for its stream and a client, over its official SDK
   where one exists; every client takes the same request and settings (`AgentSettings`).
 - **Typed events** (`chats.agent.events`): every provider's stream becomes the same events, and
-  GROUNDING becomes `citations.references.Citation`s. Nothing past `chats.agent.providers` reads
-  a provider's JSON. `chats.agent.logged_events` reads the event log's rows back,
-  `chats.agent.transcript.Transcript` folds events into an answer.
+  GROUNDING becomes `citations.references.Citation`s. Nothing outside `chats.agent` reads a
+  provider's JSON: `chats.agent.sse` decodes each document and the provider's adapter reads it.
+  `chats.agent.logged_events` reads the event log's rows back (rows logged before our schema
+  through the Research Agent's adapter), `chats.agent.transcript.Transcript` folds events into
+  an answer.
 - **Question options** (`chats.agent.options`): what a question may ask for, checked, and the
   request fields they become.
 - **Failures**: `AgentError`, with the user's message (never a secret) and a kind (http,

@@ -1,7 +1,9 @@
 """ASGI lifespan: at start-up, recover turns orphaned by a dead process and queue the chats it
 left unindexed for search (looking again every few minutes while serving); at shutdown, let
 running turns finish (chats/run/draining.py), end what is left, and leave nothing behind (no
-pending write, indexing pass, Redis listing, subscription or connection).
+pending write, indexing pass, Redis listing, subscription or connection). The workers the site
+runs beside its pages (the watches' task worker) are handed over by the composition root
+(`researchsite/asgi.py`): this module knows none of them.
 
 Start-up needs no database: a process whose database is down starts, answers /healthz, reports
 it on /readyz, and recovers by itself (the heartbeat sweeps and the search queue catches up
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -28,12 +32,20 @@ from chats.run.finishes import get_finish_batches
 from chats.run.registry import get_registry, sweep_orphans
 from chats.verify.check import stop_source_checks
 from chats.verify.readers import page_readers
-from chats.watch.worker import start_watch_worker, stop_watch_worker
 
 logger = logging.getLogger(__name__)
 
 
-async def lifespan_app(scope, receive, send) -> None:
+@dataclass(frozen=True)
+class Worker:
+    """Work the process runs beside its pages while it serves: started once start-up has
+    recovered, stopped once the runs have ended."""
+
+    start: Callable[[], None]
+    stop: Callable[[], Awaitable[None]]
+
+
+async def lifespan_app(scope, receive, send, *, workers: Sequence[Worker] = ()) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -55,17 +67,17 @@ async def lifespan_app(scope, receive, send) -> None:
                 await asyncio.to_thread(preload_sdks)
             except Exception:
                 logger.exception("Loading a provider's SDK failed; it will load on first use")
-            if settings.WATCH_WORKER:  # watches' scheduled runs (chats/watch/worker.py)
-                start_watch_worker()
+            for worker in workers:
+                worker.start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await shut_down()
+            await shut_down(workers)
             await asyncio.to_thread(page_readers().close)  # the helpers reading cited pages
             await send({"type": "lifespan.shutdown.complete"})
             return
 
 
-async def shut_down() -> None:
+async def shut_down(workers: Sequence[Worker] = ()) -> None:
     """End this process's runs, then finish the work they left, in the order it depends on."""
     registry = get_registry()
 
@@ -76,7 +88,7 @@ async def shut_down() -> None:
         get_ask_batches().close,  # asks being started become runs; no new ones start
         drain_runs,  # running turns finish, up to SHUTDOWN_GRACE_SECONDS
         registry.shutdown,  # what is left records itself interrupted and flushes its events
-        stop_watch_worker,  # its runs have ended with the others
+        *(worker.stop for worker in workers),  # their runs have ended with the others
         get_finish_batches().close,  # what the runs stored is announced
         stop_source_checks,  # pages still being read count as unread
         get_event_log().close,

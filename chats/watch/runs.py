@@ -21,18 +21,14 @@ from chats.answer.compare import compare_turns
 from chats.live.protocol import ErrorCode
 from chats.models import Turn
 from chats.run.asks import ask_start
+from chats.run.lifespan import shut_down
 from chats.run.registry import run_ended
 from chats.run.rerun import rerun_ask
 from chats.selectors import turn_versions
 from chats.services import TurnAsk, TurnStartError
 from chats.watch.models import Watch, WatchRun
 from chats.watch.notify import tell_analyst
-from chats.watch.services import (
-    watch_pause,
-    watch_retry_soon,
-    watch_run_begin,
-    watch_run_end,
-)
+from chats.watch.services import watch_pause, watch_run_begin, watch_run_end
 from chats.webhooks.services import webhooks_watch_changed
 
 logger = logging.getLogger(__name__)
@@ -43,8 +39,14 @@ LIMITS = frozenset({ErrorCode.TOO_MANY_TURNS, ErrorCode.TURN_IN_PROGRESS})
 server_loop: asyncio.AbstractEventLoop | None = None
 
 
-def run_claimed_watches(watches: list[Watch]) -> list[str]:
-    """Run watches this caller claimed, and return each one's outcome (a WatchRun state).
+@dataclass(frozen=True)
+class Outcome:
+    state: str  # the run's WatchRun state
+    retry_soon: bool = False  # a limit on answers being written refused it: try again soon
+
+
+def run_claimed_watches(watches: list[Watch]) -> list[Outcome]:
+    """Run watches this caller claimed, and return each one's outcome.
 
     Called from synchronous code: a task worker's thread, or the `run_watches` command.
     """
@@ -54,21 +56,20 @@ def run_claimed_watches(watches: list[Watch]) -> list[str]:
     return asyncio.run(_run_standalone(watches))
 
 
-async def _run_standalone(watches: list[Watch]) -> list[str]:
-    from chats.run.lifespan import shut_down
-
+async def _run_standalone(watches: list[Watch]) -> list[Outcome]:
     try:
         return await _run_all(watches)
     finally:  # every event logged and relayed, every connection closed, as a server stops
         await shut_down()
 
 
-async def _run_all(watches: list[Watch]) -> list[str]:
+async def _run_all(watches: list[Watch]) -> list[Outcome]:
     outcomes = await asyncio.gather(*(run_watch(w) for w in watches), return_exceptions=True)
     for watch, outcome in zip(watches, outcomes, strict=True):
         if isinstance(outcome, BaseException):
             logger.error("Watch %s failed", watch.pk, exc_info=outcome)
-    return [o if isinstance(o, str) else WatchRun.State.FAILED for o in outcomes]
+    failed = Outcome(WatchRun.State.FAILED)
+    return [o if isinstance(o, Outcome) else failed for o in outcomes]
 
 
 @dataclass(frozen=True)
@@ -78,36 +79,37 @@ class _Begun:
     error: str = ""
 
 
-async def run_watch(watch: Watch) -> str:
+async def run_watch(watch: Watch) -> Outcome:
     """Re-run the watch's newest finished version and record how it compares (claimed)."""
     begun = await database_sync_to_async(_begin)(watch)
     if begun.ask is None:
-        return await _end(begun.run, WatchRun.State.FAILED, error=begun.error)
+        return Outcome(await _end(begun.run, WatchRun.State.FAILED, error=begun.error))
     try:
         return await _rerun(watch, begun.run, begun.ask)
     except Exception:  # recorded, so that the watch is released and the failure counts
         logger.exception("Watch %s failed", watch.pk)
         error = "Something went wrong on our side while re-running this question."
-        return await _end(begun.run, WatchRun.State.FAILED, error=error)
+        return Outcome(await _end(begun.run, WatchRun.State.FAILED, error=error))
 
 
-async def _rerun(watch: Watch, record: WatchRun, ask: TurnAsk) -> str:
+async def _rerun(watch: Watch, record: WatchRun, ask: TurnAsk) -> Outcome:
     owner_id = watch.owner_id
     try:
         started = await ask_start(ask, lambda: _owner_is_active(owner_id))
     except TurnStartError as refused:
         if refused.code == ErrorCode.USAGE_LIMIT:  # paused, saying why, until resumed
             await database_sync_to_async(watch_pause)(watch=watch, reason=str(refused))
-            return await _end(record, WatchRun.State.SKIPPED, error=str(refused))
+            return Outcome(await _end(record, WatchRun.State.SKIPPED, error=str(refused)))
         if refused.code in LIMITS:
-            await database_sync_to_async(watch_retry_soon)(watch=watch)
-            return await _end(record, WatchRun.State.SKIPPED, error=str(refused))
-        return await _end(record, WatchRun.State.FAILED, error=str(refused))
+            state = await _end(record, WatchRun.State.SKIPPED, error=str(refused))
+            return Outcome(state, retry_soon=True)
+        return Outcome(await _end(record, WatchRun.State.FAILED, error=str(refused)))
     if started is None:
-        return await _end(record, WatchRun.State.FAILED, error="The account is not active.")
+        error = "The account is not active."
+        return Outcome(await _end(record, WatchRun.State.FAILED, error=error))
     turn_id = started.turn.turn.pk
     await run_ended(turn_id)
-    return await database_sync_to_async(_compare_and_record)(record, turn_id)
+    return Outcome(await database_sync_to_async(_compare_and_record)(record, turn_id))
 
 
 def _begin(watch: Watch) -> _Begun:

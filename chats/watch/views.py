@@ -17,12 +17,11 @@ from chats.watch.selectors import watch_get_for_user, watched_questions
 from chats.watch.services import (
     WatchError,
     changes_mark_seen,
-    watch_create,
     watch_delete,
     watch_email_set,
     watch_pause,
-    watch_resume,
 )
+from chats.watch.tasks import watch_create, watch_resume
 
 
 @require_http_methods(["GET", "POST"])

@@ -18,7 +18,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from chats.models import Chat, Turn, Watch, WatchRun
-from chats.watch.services import watch_claim, watch_create
+from chats.watch.tasks import watch_claim, watch_create
 from demo_agent.scripted import Reply, ScriptedAgent, Sleep, cited_answer_stream
 from demo_agent.wire import sse_event
 from tests.chats.watch.answers import FIRST, SECOND, answered_turn

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -403,6 +404,10 @@ class AnthropicClient(SdkStream):
         return _Continuing(await request(None), adapter, request)
 
 
+# Opens one response of the SDK's event stream, given the paused content to continue from.
+OpenResponse = Callable[[list[dict[str, Any]] | None], Awaitable[Any]]
+
+
 class _Continuing:
     """The SDK's event stream of one answer, across its `pause_turn` continuations.
 
@@ -411,15 +416,15 @@ class _Continuing:
     on; the adapter stops pausing after `MAX_PAUSES`.
     """
 
-    def __init__(self, first: Any, adapter: AnthropicAdapter, request: Any) -> None:
+    def __init__(self, first: Any, adapter: AnthropicAdapter, request: OpenResponse) -> None:
         self._stream = first
         self._adapter = adapter
         self._request = request
 
-    def __aiter__(self) -> Any:
+    def __aiter__(self) -> AsyncIterator[Any]:
         return self._events()
 
-    async def _events(self) -> Any:
+    async def _events(self) -> AsyncIterator[Any]:
         while True:
             async for item in self._stream:
                 yield item

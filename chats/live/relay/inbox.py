@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chats.live.relay import timing
+import chats.live.relay.timing as timing
 from chats.live.relay.listing import Listing
-from chats.live.relay.local import RelayFrame
-
-if TYPE_CHECKING:
-    from chats.live.relay.redis_relay import RedisRelay
-
+from chats.live.relay.local import LocalRelay, RelayFrame
 from chats.log_context import shared_task
 
 logger = logging.getLogger(__name__)
@@ -46,9 +42,11 @@ def missed_message(chat_id: int) -> bytes:
 class Inbox:
     """The reader of this process's inbox, and its recovery when the subscription breaks."""
 
-    def __init__(self, relay: RedisRelay, listing: Listing, redis: Any, prefix: str) -> None:
+    def __init__(
+        self, relay: LocalRelay, origin: str, listing: Listing, redis: Any, prefix: str
+    ) -> None:
         self._redis = redis
-        self.channel = inbox_prefix(prefix) + relay.origin.encode()
+        self.channel = inbox_prefix(prefix) + origin.encode()
         self._subscribers = relay.subscribers  # the relay's pages, by chat
         self._listing = listing
         self._deliver = relay.deliver_here

@@ -19,13 +19,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chats.live.relay import timing
-
-if TYPE_CHECKING:
-    from chats.live.relay.redis_relay import RedisRelay
-
+import chats.live.relay.timing as timing
+from chats.live.relay.local import LocalRelay
 from chats.log_context import shared_task
 
 logger = logging.getLogger(__name__)
@@ -61,9 +58,14 @@ class Listing:
     """This process's listings: which chats other processes must send it frames of."""
 
     def __init__(
-        self, relay: RedisRelay, open_inbox: Callable[[], Awaitable[None]], redis: Any, prefix: str
+        self,
+        relay: LocalRelay,
+        origin: str,
+        open_inbox: Callable[[], Awaitable[None]],
+        redis: Any,
+        prefix: str,
     ) -> None:
-        self.origin = relay.origin
+        self.origin = origin
         self.prefix = listeners_prefix(prefix)
         self._subscribers = relay.subscribers  # the relay's pages, by chat: what to list
         self._open_inbox = open_inbox  # frames sent once the process is listed must arrive

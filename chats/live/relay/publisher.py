@@ -19,7 +19,7 @@ import asyncio
 import logging
 from typing import Any
 
-from chats.live.relay import timing
+import chats.live.relay.timing as timing
 from chats.live.relay.inbox import inbox_prefix, message, missed_message
 from chats.live.relay.listing import listeners_prefix
 from chats.live.relay.local import RelayFrame

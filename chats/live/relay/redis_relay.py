@@ -7,7 +7,7 @@ import logging
 import os
 import uuid
 
-from chats.live.relay import timing
+import chats.live.relay.timing as timing
 from chats.live.relay.inbox import Inbox
 from chats.live.relay.listing import Listing
 from chats.live.relay.local import LocalRelay, RelayFrame, Subscriber
@@ -29,8 +29,8 @@ class RedisRelay(LocalRelay):
         # version up in the installed packages' metadata (~0.2 ms).
         self.redis = redis.Redis.from_url(url, driver_info=DriverInfo())
         self.origin = uuid.uuid4().hex[:12] + f"-{os.getpid()}"
-        self.listing = Listing(self, self._open_inbox, self.redis, prefix)
-        self.inbox = Inbox(self, self.listing, self.redis, prefix)
+        self.listing = Listing(self, self.origin, self._open_inbox, self.redis, prefix)
+        self.inbox = Inbox(self, self.origin, self.listing, self.redis, prefix)
         self.publisher = Publisher(self.redis, self.origin, prefix)
         self._closing = False
 

@@ -1,6 +1,6 @@
 """Run watches now: `run_watches --all` every active watch, `run_watches` the due ones.
 
-Each watch is claimed as a scheduled run claims it (`chats.watch.services.watch_claim`), so a
+Each watch is claimed as a scheduled run claims it (`chats.watch.tasks.watch_claim`), so a
 watch a worker is running at that moment is not run a second time.
 """
 
@@ -10,8 +10,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from chats.watch.models import Watch
-from chats.watch.runs import run_claimed_watches
-from chats.watch.services import watch_claim
+from chats.watch.tasks import run_claimed, watch_claim
 
 
 class Command(BaseCommand):
@@ -34,5 +33,5 @@ class Command(BaseCommand):
         if not claimed:
             self.stdout.write("No watch to run.")
             return
-        for watch, outcome in zip(claimed, run_claimed_watches(claimed), strict=True):
+        for watch, outcome in zip(claimed, run_claimed(claimed), strict=True):
             self.stdout.write(f"Watch {watch.pk}: {outcome}")

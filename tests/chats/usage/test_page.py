@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from chats.models import Chat, Team, TeamMembership, WatchRun
 from chats.usage.limits import month_start
-from chats.watch.services import watch_create
+from chats.watch.tasks import watch_create
 from tests.chats.usage.spending import spend
 
 pytestmark = pytest.mark.django_db

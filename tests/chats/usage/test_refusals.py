@@ -20,7 +20,7 @@ from chats.models import Chat, Turn, UsageLimit, Watch, WatchRun
 from chats.run.finishes import finish_turn
 from chats.services import turn_start
 from chats.usage.limits import resets_on
-from chats.watch.services import watch_create
+from chats.watch.tasks import watch_create
 from demo_agent.scripted import Reply, answer_stream
 from tests.chats.live.test_protocol import assert_server_frame
 

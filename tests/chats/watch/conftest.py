@@ -7,7 +7,7 @@ from datetime import time
 import pytest
 from django.test import Client as HttpClient
 
-from chats.watch.services import watch_create
+from chats.watch.tasks import watch_create
 from tests.chats.watch.answers import answered_turn
 
 

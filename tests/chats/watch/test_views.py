@@ -51,3 +51,15 @@ def test_watch_form_sets_a_watch_and_refuses_bad_input(user, chat, browser):
     )
     again = browser.post(url, {"every": "day", "time_of_day": "09:00"})
     assert "watching this answer already" in again.content.decode()
+
+
+@pytest.mark.parametrize("at", ["09:00Z", "09:00+05:00", "09:00:00-03:30"])
+def test_a_time_of_day_with_an_offset_is_refused_saying_why(chat, browser, at):
+    """A watch's time of day is in the site's time zone: one with an offset (which SQLite
+    cannot store) is refused, as is any time that is not one."""
+    turn = answered_turn(chat)
+    url = reverse("watch_new", args=[chat.pk, turn.pk])
+    refused = browser.post(url, {"every": "day", "time_of_day": at})
+    assert refused.status_code == 400
+    assert "in the site&#x27;s time zone (UTC), with no offset" in refused.content.decode()
+    assert not Watch.objects.exists()

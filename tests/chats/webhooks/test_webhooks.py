@@ -14,7 +14,7 @@ from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from chats.models import Chat, Watch, WebhookDelivery, WebhookEndpoint
-from chats.watch.services import watch_create
+from chats.watch.tasks import watch_create
 from chats.webhooks.tasks import webhook_deliver
 from demo_agent.scripted import Reply, cited_answer_stream
 from demo_agent.wire import read_body
