@@ -3,12 +3,14 @@ research plan, a turn's card (registered with `chats.live.fragments` when the ap
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
 from chats.live.fragments import Fragments
-from chats.selectors import BranchTurn
+
+if TYPE_CHECKING:  # not at run time: chats.apps imports this module before the models load
+    from chats.selectors import BranchTurn
 
 
 def render_charts(charts: list[dict[str, Any]]) -> str:
