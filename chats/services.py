@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,6 +19,7 @@ from chats.agent.request import AgentRequest, ConversationTurn, Workflow
 from chats.agent.transcript import Transcript
 from chats.answer import display
 from chats.errors import ErrorCode, TurnStartError
+from chats.locks import lock_users
 from chats.models import LEAF, Chat, OutputSchema, Turn
 from chats.selectors import (
     BranchTurn,
@@ -127,10 +127,9 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     # transactions can each hold a row the other waits for.
     owner_ids = sorted({ask.chat.owner_id for ask in asks})
     chat_ids = sorted({ask.chat.pk for ask in asks if ask.chat.pk is not None})
+    lock_users(owner_ids)
     # FOR NO KEY UPDATE: nothing here changes a key, so foreign-key checks elsewhere (a turn's
     # events being logged, a chat's search document) need not wait for these locks.
-    users = get_user_model().objects.select_for_update(no_key=True).filter(pk__in=owner_ids)
-    list(users.order_by("pk").values_list("pk", flat=True))
     locked_chats = (
         Chat.objects.select_for_update(no_key=True).filter(pk__in=chat_ids).order_by("pk")
     )
