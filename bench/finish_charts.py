@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/finish_charts.py [--repeat N] [--charts N] [--per-chart-parse]
 
-Finishing a turn (`chats.services.turn_render_end`: citations, the answer's HTML, every chart's
-place in it; then the charts' HTML of the final card, `chats.live.protocol.render_charts`) on
+Finishing a turn (`chats.run.rendering.render_answer`: citations, the answer's HTML, every
+chart's place in it; then the charts' HTML of the final card, `chats.pages.fragments`) on
 B: a ~190 KB answer with 300 small charts placed through it. Its linear baseline is the sum of
 its parts: A, the same answer without charts, plus C, the 300 charts on a one-line answer.
 Goal: B within 2x of A + C (placing each chart by a parse of its own made B grow with charts x
@@ -31,9 +31,9 @@ from _machine import machine  # noqa: E402
 from chats.agent.events import ChartEvent, event_from_data  # noqa: E402
 from chats.agent.transcript import Transcript  # noqa: E402
 from chats.answer.charts import answer_block_at  # noqa: E402
-from chats.live.protocol import render_charts  # noqa: E402
+from chats.pages.fragments import render_charts  # noqa: E402
+from chats.run.rendering import render_answer  # noqa: E402
 from chats.run.storable import storable_event  # noqa: E402
-from chats.services import TurnEnd, turn_render_end  # noqa: E402
 
 GOAL = 2.0
 PARAGRAPH = (
@@ -102,7 +102,7 @@ def finish(answer: str, charts: list[ChartEvent]) -> float:
     """Seconds to finish the turn: render the answer and place the charts, then their HTML."""
     transcript = Transcript(answer_parts=[answer], charts=list(charts), completed=True)
     started = time.perf_counter()
-    rendered = turn_render_end(TurnEnd(turn_id=1, transcript=transcript, status="complete"))
+    rendered = render_answer(1, transcript)
     render_charts(rendered.charts)
     return time.perf_counter() - started
 

@@ -55,7 +55,8 @@ from chats.models import Chat, Turn  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
 from chats.run.cards import publish_turn_checked  # noqa: E402
 from chats.run.lifespan import shut_down  # noqa: E402
-from chats.services import TurnEnd, chat_create, turn_finish_many  # noqa: E402
+from chats.run.rendering import turn_end  # noqa: E402
+from chats.services import chat_create, turn_finish_many  # noqa: E402
 from chats.verify.check import check_turn_sources, wait_for_source_checks  # noqa: E402
 from citations.pages import page_sentences  # noqa: E402
 from citations.references import Citation, SourceDocument  # noqa: E402
@@ -134,7 +135,7 @@ def checked_turn(chat: Chat, pages: int) -> int:
         ]
     )
     turn = Turn.objects.create(chat=chat, question="How did they do?")
-    turn_finish_many([TurnEnd(turn.pk, transcript, Turn.Status.COMPLETE)])
+    turn_finish_many([turn_end(turn.pk, transcript, Turn.Status.COMPLETE)])
     return turn.pk
 
 

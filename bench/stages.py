@@ -482,7 +482,8 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
     from chats.models import Chat, ChatSearchDocument
     from chats.run.cards import turn_card_frame
     from chats.run.finishes import Finish, store_finishes
-    from chats.services import TurnAsk, TurnEnd, turn_start_many
+    from chats.run.rendering import turn_end
+    from chats.services import TurnAsk, turn_start_many
 
     user_model = get_user_model()
     user_model.objects.bulk_create(
@@ -511,9 +512,10 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
         return turns
 
     def finish(turns: list[Any]) -> None:
-        """As runs that end together are stored (finishes.get_finish_batches): one batch."""
+        """As runs that end together are rendered (chats/run/rendering.py) and stored
+        (finishes.get_finish_batches): one batch."""
         ends = [
-            Finish(TurnEnd(s.turn.pk, Transcript.from_events(events), "complete"), s.siblings)
+            Finish(turn_end(s.turn.pk, Transcript.from_events(events), "complete"), s.siblings)
             for s in turns  # the transcript the run applied
         ]
         for turn, card in store_finishes(ends):

@@ -1,4 +1,5 @@
-"""Writes: start a turn, finish it, recover turns whose process died, choose a branch."""
+"""Writes: start a turn, store how it finished (rendered by `chats.run.rendering`), fail one that
+cannot be stored, choose a branch."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,19 +18,24 @@ from chats.agent.providers import BIGDATA, agent_choices, default_agent
 from chats.agent.request import AgentRequest, ConversationTurn, Workflow
 from chats.agent.transcript import Transcript
 from chats.answer import display
-from chats.answer.charts import charts_for_turn
 from chats.errors import ErrorCode, TurnStartError
-from chats.library.search import chat_search_index_update
-from chats.models import LEAF, Chat, OutputSchema, Turn, TurnEvent
+from chats.locks import lock_users
+from chats.models import LEAF, Chat, OutputSchema, Turn
 from chats.row_updates import update_rows
-from chats.selectors import BranchTurn, branch_leaf, chat_branch, chat_turn_tree, chat_turn_trees
+from chats.selectors import (
+    BranchTurn,
+    Tree,
+    branch_leaf,
+    chat_branch,
+    chat_turn_tree,
+    chat_turn_trees,
+    tree_versions,
+)
 from chats.usage.limits import usage_budgets
 from chats.usage.records import usage_record_for_turns
 from chats.webhooks.services import webhooks_turns_finished
-from citations.pages import with_pending_pages
-from citations.render_html import render_html
 from citations.resolve import CitedAnswer
-from citations.services import citations_resolve, citations_store_for_turns
+from citations.services import citations_store_for_turns
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +61,7 @@ class StartedTurn:
     @property
     def card_item(self) -> BranchTurn:
         """What the turn's card renders: known here, so the card costs no query."""
-        return BranchTurn(self.turn, len(self.siblings), self.siblings)
+        return BranchTurn.among(self.turn, self.siblings)
 
 
 @dataclass(frozen=True)
@@ -123,10 +128,9 @@ def turn_start_many(asks: list[TurnAsk]) -> list[StartedTurn | TurnStartError]:
     # transactions can each hold a row the other waits for.
     owner_ids = sorted({ask.chat.owner_id for ask in asks})
     chat_ids = sorted({ask.chat.pk for ask in asks if ask.chat.pk is not None})
+    lock_users(owner_ids)
     # FOR NO KEY UPDATE: nothing here changes a key, so foreign-key checks elsewhere (a turn's
     # events being logged, a chat's search document) need not wait for these locks.
-    users = get_user_model().objects.select_for_update(no_key=True).filter(pk__in=owner_ids)
-    list(users.order_by("pk").values_list("pk", flat=True))
     locked_chats = (
         Chat.objects.select_for_update(no_key=True).filter(pk__in=chat_ids).order_by("pk")
     )
@@ -231,9 +235,7 @@ class _NewTurn:
         return StartedTurn(turn, request, [*self.siblings, turn.pk])
 
 
-def _new_turn(
-    ask: TurnAsk, chat: Chat, tree: dict[int | None, list[Turn]], now: datetime
-) -> _NewTurn:
+def _new_turn(ask: TurnAsk, chat: Chat, tree: Tree, now: datetime) -> _NewTurn:
     """Place the ask's turn in its chat's tree and find what continues it upstream."""
     by_id = {t.pk: t for children in tree.values() for t in children}
     if ask.parent_turn_id == LEAF:
@@ -286,7 +288,7 @@ def _new_turn(
     history = () if ask.restart else branch_history(parent=parent, by_id=by_id)
     if not ask.restart and chat.continued_from_id and chat.provider != BIGDATA:
         history = _continued_history(chat) + history
-    siblings = [t.pk for t in tree.get(turn.parent_id, [])]
+    siblings = [version.pk for version in tree_versions(tree, turn)]
     return _NewTurn(turn, options, schema, history, siblings, ask.save_options, ask.workflow)
 
 
@@ -320,46 +322,28 @@ def _continued_history(chat: Chat) -> tuple[ConversationTurn, ...]:
 
 @dataclass(frozen=True)
 class TurnEnd:
-    """How a turn's run ended: what `turn_finish` stores."""
+    """How a turn's run ended: what `turn_finish_many` stores."""
 
     turn_id: int
     transcript: Transcript
     status: str
+    # The answer rendered ahead, off the database thread: `chats.run.rendering.turn_end`.
+    rendered: RenderedEnd
     error: str = ""
     error_kind: str = ""
     malformed_lines: int = 0
     sanitized_events: int = 0
-    # The answer rendered ahead, off the database thread (`turn_render_end`); None: rendered
-    # when stored.
-    rendered: RenderedEnd | None = None
     execution_id: str = ""  # a Workflows run's id, as its stream named it
 
 
 @dataclass(frozen=True)
 class RenderedEnd:
-    """What finishing a turn computes before it touches the database: CPU work only."""
+    """What finishing a turn computes before it touches the database, CPU work only
+    (`chats.run.rendering`, the one place a finished answer is rendered)."""
 
     cited: CitedAnswer
     html: str
     charts: list[dict[str, Any]]
-
-
-def turn_render_end(end: TurnEnd) -> RenderedEnd:
-    """Resolve and render the answer's citations, and place its charts (one parse of the
-    answer for all of them). No database: callers run it on a thread of its own."""
-    transcript = end.transcript
-    cited = citations_resolve(
-        answer=transcript.answer,
-        citations=transcript.citations,
-        tool_calls=transcript.tool_calls,
-    )
-    if settings.SOURCE_FETCH_ENABLED:  # pages cited without a passage are read afterwards
-        cited = with_pending_pages(cited)
-    return RenderedEnd(
-        cited=cited,
-        html=render_html(cited, doc_id=f"t{end.turn_id}"),
-        charts=charts_for_turn(transcript.charts, transcript.answer),
-    )
 
 
 # The fields a finished turn takes as they are from how its run ended, and from its transcript.
@@ -382,30 +366,6 @@ FINISHED_FIELDS = [
 ]
 
 
-def turn_finish(
-    *,
-    turn_id: int,
-    transcript: Transcript,
-    status: str,
-    error: str = "",
-    error_kind: str = "",
-    malformed_lines: int = 0,
-    sanitized_events: int = 0,
-    index_for_search: bool = True,
-) -> Turn | None:
-    """Store the answer, its citations and the outcome in one transaction.
-
-    Returns None when the turn was already finished (by a sweeper that thought its run dead).
-    A run indexes its chat for search itself, batched with others, once the page has its answer
-    (`index_for_search=False`; chats.library.search.SearchIndexQueue).
-    """
-    end = TurnEnd(turn_id, transcript, status, error, error_kind, malformed_lines, sanitized_events)
-    (turn,) = turn_finish_many([end])
-    if turn is not None and index_for_search:
-        chat_search_index_update(chat_id=turn.chat_id)  # searchable once it is stored
-    return turn
-
-
 def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     """Store the answers, citations and outcomes of turns that ended together, in one
     transaction and the queries of one.
@@ -414,15 +374,14 @@ def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     a sweeper that thought its run dead) or gone. A stored turn's `pages_to_check` says whether
     it cites pages without passages, which `chats.verify.check` then reads.
     """
-    # Citations, HTML and charts first, outside the transaction: on SQLite it holds the one
-    # write lock, which the event log's writer waits for meanwhile.
-    rendered = [end.rendered or turn_render_end(end) for end in ends]
+    # Citations, HTML and charts are rendered before (`TurnEnd.rendered`), outside the
+    # transaction: on SQLite it holds the one write lock, which the event log's writer waits for.
     with transaction.atomic():
-        return _store_ends(list(zip(ends, rendered, strict=True)))
+        return _store_ends(ends)
 
 
-def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
-    turn_ids = [end.turn_id for end, _ in ends]
+def _store_ends(ends: list[TurnEnd]) -> list[Turn | None]:
+    turn_ids = [end.turn_id for end in ends]
     # Lock the chats, then the turns, each in id order, as starting a turn locks its chat: two
     # batches of either kind then never hold a row the other waits for.
     chat_ids = sorted(set(Turn.objects.filter(pk__in=turn_ids).values_list("chat_id", flat=True)))
@@ -431,10 +390,10 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
     locked = Turn.objects.select_for_update(no_key=True).filter(pk__in=turn_ids).order_by("pk")
     turns = {turn.pk: turn for turn in locked}
     finishing = []
-    for end, rendered in ends:
+    for end in ends:
         turn = turns.pop(end.turn_id, None)  # popped: a turn ended twice is stored once
         if turn is not None and not turn.is_finished:
-            finishing.append((turn, end, rendered))
+            finishing.append((turn, end, end.rendered))
     # Only the transaction that finishes a turn stores its citations, and it is unfinished.
     citations_store_for_turns([(t.pk, r.cited) for t, _, r in finishing], replace_stored=False)
     now = timezone.now()
@@ -473,7 +432,7 @@ def _store_ends(ends: list[tuple[TurnEnd, RenderedEnd]]) -> list[Turn | None]:
     usage_record_for_turns(turns=[turn for turn, *_ in finishing], now=now)
     finished = {turn.pk: turn for turn, *_ in finishing}
     webhooks_turns_finished(turns=list(finished.values()))  # those the API asked it for
-    return [finished.get(end.turn_id) for end, _ in ends]
+    return [finished.get(end.turn_id) for end in ends]
 
 
 def turn_renew_leases(*, turn_ids: list[int]) -> None:
@@ -484,7 +443,7 @@ def turn_renew_leases(*, turn_ids: list[int]) -> None:
 def turn_fail_unsaved(*, turn_id: int, error: str) -> Turn | None:
     """Mark a streaming turn failed, writing only fields no answer can make unstorable.
 
-    For a turn whose answer `turn_finish` could not store: it must not stay "streaming".
+    For a turn whose answer `turn_finish_many` could not store: it must not stay "streaming".
     Returns None when the turn was already finished.
     """
     with transaction.atomic():
@@ -503,51 +462,6 @@ def turn_fail_unsaved(*, turn_id: int, error: str) -> Turn | None:
         if turn is not None:
             webhooks_turns_finished(turns=[turn])
     return turn
-
-
-def turn_interrupt_orphans() -> list[Turn]:
-    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers.
-
-    Each turn on its own: one that cannot be finished is marked failed, and one that cannot
-    even be marked is logged and left for the next sweep, never stopping the others. The
-    caller indexes the returned turns' chats for search (`registry.sweep_orphans`, batched).
-    """
-    finished = []
-    for turn_id in Turn.objects.orphaned().values_list("pk", flat=True):
-        try:
-            turn = _turn_interrupt_orphan(turn_id)
-        except Exception as error:
-            logger.exception("Could not finish orphaned turn %s; marking it failed", turn_id)
-            try:
-                turn = turn_fail_unsaved(
-                    turn_id=turn_id,
-                    error=(
-                        "The server stopped while this answer was being written, and what"
-                        f" arrived could not be saved ({type(error).__name__})."
-                        " Retry to ask again."
-                    ),
-                )
-            except Exception:
-                logger.exception("Could not mark orphaned turn %s failed either", turn_id)
-                continue
-        if turn is not None:
-            logger.warning("Finished orphaned turn %s as %s", turn_id, turn.status)
-            finished.append(turn)
-    return finished
-
-
-def _turn_interrupt_orphan(turn_id: int) -> Turn | None:
-    messages = (
-        TurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("data", flat=True)
-    )
-    return turn_finish(
-        turn_id=turn_id,
-        transcript=Transcript.from_log(messages),
-        status=Turn.Status.INTERRUPTED,
-        error="The server stopped while this answer was being written. Retry to ask again.",
-        error_kind=Turn.ErrorKind.SERVER,
-        index_for_search=False,
-    )
 
 
 def chat_select_branch(*, chat: Chat, turn_id: int) -> None:

@@ -26,7 +26,7 @@ from chats.admin.usage import usage_review_view
 from chats.agent.events import KNOWN_TYPES
 from chats.agent.providers import BIGDATA, PROVIDERS
 from chats.answer.export import export_turns_markdown
-from chats.live.protocol import render_charts
+from chats.live.fragments import fragments
 from chats.models import Chat, Turn, TurnEvent
 from citations.claims import CHECK_STATES, ClaimCheck
 from citations.models import AuditTrace, Reference, Source
@@ -385,7 +385,8 @@ class TurnAdmin(ReviewOnlyAdmin):
     def charts_display(self, turn: Turn) -> SafeString | str:
         if not turn.charts:
             return self.get_empty_value_display()
-        return mark_safe(render_charts(turn.charts))  # escaped by the template; specs sanitised
+        html = fragments().charts(turn.charts)  # escaped by the template; specs sanitised
+        return mark_safe(html)
 
     @admin.display(description="structured output")
     def structured_output_table(self, turn: Turn) -> SafeString | str:

@@ -1,7 +1,6 @@
 """Versions of a turn and their comparison: which two to compare, and the comparison itself.
 
-A turn's versions are its siblings (the turns under the same parent with the same question
-asked again: "Edit", "Re-run", a watch's runs), oldest first. The comparison is the core's
+The versions are `chats.selectors.turn_versions`'s. The comparison is the core's
 (`citations.compare`), of the two stored cited answers.
 """
 
@@ -23,17 +22,6 @@ class VersionPair:
     def number(self, turn: Turn) -> int:
         """The version's place among its siblings, as the switcher shows it ("2 / 3")."""
         return self.versions.index(turn) + 1
-
-
-def turn_versions(*, turn: Turn, created_by=None) -> list[Turn]:
-    """Return the turn's finished versions, oldest first (only those created by `created_by`,
-    a datetime, when given: what a share held when it was made)."""
-    versions = Turn.objects.filter(chat_id=turn.chat_id, parent_id=turn.parent_id).exclude(
-        status=Turn.Status.STREAMING
-    )
-    if created_by is not None:
-        versions = versions.filter(created_at__lte=created_by)
-    return list(versions.order_by("created_at", "id"))
 
 
 def version_pair(

@@ -15,6 +15,7 @@ import io
 import json
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -26,6 +27,10 @@ UNCAPPED = DataCaps(rows=sys.maxsize, columns=sys.maxsize, cell_chars=sys.maxsiz
 
 # Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# The separators a spreadsheet may split a line by (its locale's list separator, or a choice on
+# import), and a line break, which a reader that splits lines naively breaks a cell at.
+_SEPARATORS = (",", ";", "|", "\t", "\r", "\n")
+_SKIPPED_BEFORE_A_CELL = ' "'
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 
 
@@ -92,15 +97,49 @@ def _csv_rows(value: Any) -> list[list[Any]]:
 
 def _csv_cell(value: Any) -> Any:
     """A number stays a number (written unquoted); anything else is text, quoted by the
-    writer, with a leading ' when a spreadsheet would read it as a formula."""
+    writer, and made safe from formula injection (`spreadsheet_safe`)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     text = cell_text(value, sys.maxsize)
     if _PLAIN_NUMBER.match(text):
         return text  # "-3.5" as text is a number to a spreadsheet, not a formula
-    if text.lstrip(" ").startswith(_FORMULA_STARTS):
-        return "'" + text
-    return text
+    return spreadsheet_safe(text)
+
+
+def spreadsheet_safe(text: str) -> str:
+    """The text with a ' before each character that would start a formula: at the start of the
+    cell, or of any part of it a spreadsheet splitting by one of `_SEPARATORS` reads as a cell
+    (after spaces and quotes; a part that is a plain number is left alone).
+
+    OWASP's rule (https://owasp.org/www-community/attacks/CSV_Injection) prefixes the cell, which
+    quoting the cell keeps whole for a reader that splits by the writer's separator. A reader that
+    splits by another one (";" in a comma file, as many locales' spreadsheets do) ignores a quote
+    in the middle of its field, and a part such as "=1+1" in `1,"x;=1+1;y"` becomes a cell of its
+    own: so each such part is made text the same way, in place."""
+    pieces, last = [], 0
+    for index in sorted(set(_formula_starts(text))):
+        pieces += [text[last:index], "'"]
+        last = index
+    return "".join(pieces) + text[last:]
+
+
+def _formula_starts(text: str) -> Iterator[int]:
+    """Where a formula would start: in the whole text, and in each part of it split by each
+    separator, the index of the formula character its first non-space, non-quote character is
+    (unless the part is a plain number)."""
+    parts = [(0, len(text))]
+    for separator in _SEPARATORS:
+        begin = 0
+        for part in text.split(separator):
+            parts.append((begin, begin + len(part)))
+            begin += len(part) + 1
+    for begin, end in parts:
+        index = begin
+        while index < end and text[index] in _SKIPPED_BEFORE_A_CELL:
+            index += 1
+        part = text[index:end].rstrip(_SKIPPED_BEFORE_A_CELL)
+        if part.startswith(_FORMULA_STARTS) and not _PLAIN_NUMBER.match(part):
+            yield index
 
 
 def structured_json(value: Any) -> str:

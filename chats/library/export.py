@@ -9,25 +9,24 @@ from typing import Any
 from django.utils import timezone
 
 from chats.models import Chat, Turn
+from chats.selectors import chat_branch, chat_turn_trees, tree_versions
 from citations.render import render_json
 from citations.selectors import cited_answers_for_turns
 
 EXPORT_FORMAT_VERSION = 1
 
 
-def export_chat_json(*, chat: Chat, turns: list[Turn]) -> dict[str, Any]:
-    """Return the turns as JSON-serialisable data, in the `render_stream --format json` shape.
+def export_chat_json(*, chat: Chat) -> dict[str, Any]:
+    """Return the chat's visible branch as JSON-serialisable data, in the `render_stream
+    --format json` shape, reading the chat's turns once.
 
     Each turn has `version` (its place among its versions, from 1) and `versions`: every
     version of it, itself included, oldest first, each in the same shape without `versions`.
     """
-    parents = {turn.parent_id for turn in turns}
-    siblings: dict[int | None, list[Turn]] = {}
-    for sibling in Turn.objects.filter(chat=chat).order_by("created_at", "id"):
-        if sibling.parent_id in parents:
-            siblings.setdefault(sibling.parent_id, []).append(sibling)
-    every = {t.pk: t for group in siblings.values() for t in group} | {t.pk: t for t in turns}
-    cited = cited_answers_for_turns(list(every.values()))
+    tree = chat_turn_trees(chat_ids=[chat.pk]).get(chat.pk, {})
+    branch = chat_branch(chat=chat, tree=tree)
+    versions = {item.turn.pk: tree_versions(tree, item.turn) for item in branch}
+    cited = cited_answers_for_turns([turn for group in versions.values() for turn in group])
 
     def entry(turn: Turn) -> dict[str, Any]:
         return {
@@ -44,17 +43,14 @@ def export_chat_json(*, chat: Chat, turns: list[Turn]) -> dict[str, Any]:
             "structured_output": turn.structured_output,
         }
 
-    exported = []
-    for turn in turns:
-        versions = siblings.get(turn.parent_id) or [turn]
-        ids = [version.pk for version in versions]
-        exported.append(
-            {
-                **entry(turn),
-                "version": ids.index(turn.pk) + 1 if turn.pk in ids else 1,
-                "versions": [entry(version) for version in versions],
-            }
-        )
+    exported = [
+        {
+            **entry(item.turn),
+            "version": item.position,
+            "versions": [entry(version) for version in versions[item.turn.pk]],
+        }
+        for item in branch
+    ]
     return {
         "format_version": EXPORT_FORMAT_VERSION,
         "exported_at": timezone.now().isoformat(),

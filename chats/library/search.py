@@ -6,10 +6,10 @@ stemming, bm25 ranking), kept in sync by triggers. Both take the same query: eve
 match, stemmed, and the last also as a prefix so results appear while typing.
 
 `chat_search_index_update` must run whenever what a chat's document holds changes: a turn
-finishes (`turn_finish`, or for a run `SearchIndexQueue`), the chat is renamed. A document
-keeps its chat's `updated_at` as read; a chat updated since (a process died with the chat in
-its queue, or a batch failed) is found by the queue's catch-up passes: at start-up and every
-CATCH_UP_EVERY while serving (`chats_due_for_search`).
+finishes (`chats.run.finishes.finish_turn`, or for a run `SearchIndexQueue`), the chat is
+renamed. A document keeps its chat's `updated_at` as read; a chat updated since (a process
+died with the chat in its queue, or a batch failed) is found by the queue's catch-up passes:
+at start-up and every CATCH_UP_EVERY while serving (`chats_due_for_search`).
 """
 
 from __future__ import annotations

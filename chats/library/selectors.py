@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, prefetch_related_objects
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from chats.models import Chat, ChatShare, Turn
+from chats.selectors import FINISHED, turn_version_counts, turn_versions
 
 # The sidebar is for recent work; search finds the rest. Keeps the page small at 10,000 chats.
 SIDEBAR_MAX_CHATS = 100
@@ -78,13 +79,35 @@ def chat_share_turns(*, share: ChatShare) -> list[Turn]:
     return turn_path(chat=share.chat, leaf_id=share.leaf_turn_id)
 
 
+def chat_share_page(*, share: ChatShare) -> list[tuple[Turn, int]]:
+    """What the share's page shows: each turn of its path with how many versions of its question
+    the share holds (`chat_share_versions`), in a number of queries that does not grow with
+    the turns."""
+    turns = chat_share_turns(share=share)
+    counts = turn_version_counts(turns=turns, **_held_by(share))
+    return [(turn, counts[turn.pk]) for turn in turns]
+
+
+def chat_share_versions(*, share: ChatShare, turns: list[Turn]) -> dict[int, list[Turn]]:
+    """The versions of each of these turns (of the share's path) that the share holds: asked
+    with the turn's own question (a "Re-run", a watch's run: not an "Edit", which asks another
+    question on another branch, which a share does not show), finished by the time it was
+    shared."""
+    return turn_versions(turns=turns, **_held_by(share))
+
+
+def _held_by(share: ChatShare) -> dict:
+    return {"statuses": FINISHED, "asked_by": share.updated_at, "same_question": True}
+
+
 def turn_path(*, chat: Chat, leaf_id: int) -> list[Turn]:
-    """Return the turns from the first question down to `leaf_id`, within this chat only."""
-    turns = Turn.objects.filter(chat=chat).prefetch_related("audit_traces")
-    by_id = {turn.pk: turn for turn in turns}
+    """Return the turns from the first question down to `leaf_id`, within this chat only, with
+    their tool calls loaded."""
+    by_id = Turn.objects.filter(chat=chat).in_bulk()
     path = []
     turn = by_id.get(leaf_id)
     while turn is not None:
         path.append(turn)
         turn = by_id.get(turn.parent_id)
+    prefetch_related_objects(path, "audit_traces")
     return path[::-1]

@@ -20,7 +20,7 @@ from chats.answer.display import chat_heading, page_title
 from chats.form_replies import redirect_back, wants_json
 from chats.library.export import export_chat_json
 from chats.library.search import chat_search_for_user
-from chats.library.selectors import chat_archived_for_user, chat_share_get, chat_share_turns
+from chats.library.selectors import chat_archived_for_user, chat_share_get, chat_share_page
 from chats.library.services import (
     LibraryError,
     chat_archive,
@@ -118,7 +118,7 @@ def chat_share_revoke_view(request: HttpRequest, chat_id: int) -> HttpResponse:
 def chat_shared(request: HttpRequest, token: str) -> HttpResponse:
     """The read-only view of a share, for any signed-in user who has the link."""
     share = chat_share_get(token=token)
-    context = {"share": share, "chat": share.chat, "turns": chat_share_turns(share=share)}
+    context = {"share": share, "chat": share.chat, "turns": chat_share_page(share=share)}
     response = render(request, "chats/chat_shared.html", context)
     response["Referrer-Policy"] = "no-referrer"  # the token is in the URL; keep it off links out
     response["X-Robots-Tag"] = "noindex"
@@ -128,8 +128,8 @@ def chat_shared(request: HttpRequest, token: str) -> HttpResponse:
 @require_GET
 @login_required
 def chat_export_json(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat, turns = _visible_branch(request, chat_id)
-    body = json.dumps(export_chat_json(chat=chat, turns=turns), ensure_ascii=False, indent=2)
+    chat = chat_get_readable(user=request.user, chat_id=chat_id)
+    body = json.dumps(export_chat_json(chat=chat), ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="chat-{chat.pk}.json"'
     return response

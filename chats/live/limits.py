@@ -23,13 +23,13 @@ from datetime import timedelta
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
-from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
 from chats.live.protocol import publish, session_end, user_group
+from chats.locks import lock_users
 from chats.log_context import shared_task
 from chats.loop.per_loop import PerLoop
 from chats.models import OpenSocket
@@ -44,9 +44,7 @@ def socket_open(*, user_id: int, channel_name: str, limit: int) -> bool:
     """Record an open socket of the user; return False, recording nothing, at `limit`."""
     now = timezone.now()
     with transaction.atomic():
-        # The user's row serialises their connects across processes: two at once cannot both
-        # see room for one more.
-        list(get_user_model().objects.select_for_update().filter(pk=user_id).values("pk"))
+        lock_users([user_id])  # two connects at once cannot both see room for one more
         sockets = OpenSocket.objects.filter(user_id=user_id)
         sockets.filter(lease_expires_at__lte=now).delete()  # rows of a process that died
         if sockets.count() >= limit:

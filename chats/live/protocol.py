@@ -24,7 +24,6 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.template.loader import render_to_string
 
 from chats.agent.events import (
     ActionEvent,
@@ -46,6 +45,7 @@ from chats.answer.charts import chart_for_turn
 from chats.errors import ErrorCode, FrameError
 from chats.live import relay
 from chats.live.compact_json import compact_json
+from chats.live.fragments import fragments
 from chats.live.relay import RelayFrame
 from chats.models import LEAF
 
@@ -408,7 +408,7 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
     elif isinstance(event, ThinkingEvent):
         view["status"] = display.THINKING_STATUS
     elif isinstance(event, PlanningEvent):
-        view["plan_html"] = render_plan(event.title, event.steps)
+        view["plan_html"] = fragments().plan(event.title, event.steps)
     elif isinstance(event, ActionEvent):
         label = display.action_label(event.tool_name, event.tool_arguments)
         view["activity"] = ActivityView(text=label, kind="action")
@@ -424,7 +424,9 @@ def event_view(seq: int, event: AgentEvent) -> EventView:
         view["alert"] = event.error
     elif isinstance(event, ChartEvent):
         html = event.html  # rendered as it arrived, off the loop (`chats.run.rendering`)
-        view["chart_html"] = html if html is not None else render_charts([chart_for_turn(event)])
+        if html is None:
+            html = fragments().charts([chart_for_turn(event)])
+        view["chart_html"] = html
     elif isinstance(event, CompleteEvent):
         view["status"] = display.CITING_STATUS
     return view
@@ -434,13 +436,3 @@ def stored_event_view(seq: int, data: dict[str, Any]) -> EventView:
     """The same view, for an event read back from the log."""
     event = logged_event(data)
     return event_view(seq, event) if event else EventView(seq=seq, type="UNKNOWN")
-
-
-def render_charts(charts: list[dict[str, Any]]) -> str:
-    """Return charts (`chats.answer.charts.chart_for_turn`) as every page shows them."""
-    return render_to_string("chats/_charts.html", {"charts": charts})
-
-
-def render_plan(title: str, steps: list[dict[str, str]]) -> str:
-    """Return the research plan as both a streaming and a finished turn show it."""
-    return render_to_string("chats/_plan.html", {"title": title, "steps": steps})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from channels.db import database_sync_to_async
-from django.template.loader import render_to_string
 
+from chats.live.fragments import fragments
 from chats.live.protocol import CardKind, TurnCardFrame, publish_to_chats, turn_card
 from chats.models import Turn
 from chats.selectors import BranchTurn, branch_turn
@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 def render_turn_card(turn: Turn, item: BranchTurn | None = None) -> str:
     """The turn's card; `item` when the caller knows the turn's siblings already."""
-    return render_to_string("chats/_turn.html", {"item": item or branch_turn(turn=turn)})
+    return fragments().turn_card(item or branch_turn(turn=turn))
 
 
 def turn_card_frames(

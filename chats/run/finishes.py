@@ -1,5 +1,6 @@
 """Storing finished turns: runs that end together are stored in one transaction, then their
-final cards are announced and their chats queued for search."""
+final cards are announced and their chats queued for search; turns whose process died are
+finished as interrupted (`finish_orphans`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from dataclasses import dataclass
 from channels.db import database_sync_to_async
 from django.db.models import prefetch_related_objects
 
-from chats.library.search import get_search_index_queue
+from chats.agent.transcript import Transcript
+from chats.library.search import chat_search_index_update, get_search_index_queue
 from chats.live.protocol import TurnCardFrame
 from chats.loop.batches import DatabaseBatches
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
 from chats.run.cards import publish_turn_cards, publish_turn_checked, rendered_or_none
-from chats.selectors import BranchTurn
+from chats.run.rendering import turn_end
+from chats.selectors import BranchTurn, turn_logged_events, turn_orphan_ids
 from chats.services import TurnEnd, turn_fail_unsaved, turn_finish_many
 from chats.verify.check import start_source_checks
 
@@ -29,6 +32,66 @@ async def fail_unfinishable(turn_id: int, error: str) -> Turn | None:
     except Exception:  # the database itself is away: the orphan sweep finishes it later
         logger.exception("Marking turn %s failed did not work either", turn_id)
         return None
+
+
+def finish_turn(
+    *,
+    turn_id: int,
+    transcript: Transcript,
+    status: str,
+    error: str = "",
+    error_kind: str = "",
+    index_for_search: bool = True,
+) -> Turn | None:
+    """Render the answer and store it with the outcome in one transaction (database thread).
+
+    Returns None when the turn was already finished (by a sweeper that thought its run dead).
+    A run indexes its chat for search itself, batched with others, once the page has its answer
+    (`index_for_search=False`; chats.library.search.SearchIndexQueue).
+    """
+    end = turn_end(turn_id, transcript, status, error=error, error_kind=error_kind)
+    (turn,) = turn_finish_many([end])
+    if turn is not None and index_for_search:
+        chat_search_index_update(chat_id=turn.chat_id)  # searchable once it is stored
+    return turn
+
+
+def finish_orphans() -> list[Turn]:
+    """Finish streaming turns whose run stopped renewing its lease; keep their partial answers.
+
+    Each turn on its own: one that cannot be finished is marked failed, and one that cannot
+    even be marked is logged and left for the next sweep, never stopping the others. The
+    caller indexes the returned turns' chats for search (`registry.sweep_orphans`, batched).
+    """
+    finished = []
+    for turn_id in turn_orphan_ids():
+        try:
+            turn = finish_turn(
+                turn_id=turn_id,
+                transcript=Transcript.from_log(turn_logged_events(turn_id=turn_id)),
+                status=Turn.Status.INTERRUPTED,
+                error="The server stopped while this answer was being written. Retry to ask again.",
+                error_kind=Turn.ErrorKind.SERVER,
+                index_for_search=False,
+            )
+        except Exception as error:
+            logger.exception("Could not finish orphaned turn %s; marking it failed", turn_id)
+            try:
+                turn = turn_fail_unsaved(
+                    turn_id=turn_id,
+                    error=(
+                        "The server stopped while this answer was being written, and what"
+                        f" arrived could not be saved ({type(error).__name__})."
+                        " Retry to ask again."
+                    ),
+                )
+            except Exception:
+                logger.exception("Could not mark orphaned turn %s failed either", turn_id)
+                continue
+        if turn is not None:
+            logger.warning("Finished orphaned turn %s as %s", turn_id, turn.status)
+            finished.append(turn)
+    return finished
 
 
 @dataclass(frozen=True)
@@ -64,7 +127,7 @@ def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
     siblings = finish.siblings
     item = None
     if siblings and turn.pk in siblings:
-        item = BranchTurn(turn, siblings.index(turn.pk) + 1, siblings)
+        item = BranchTurn.among(turn, siblings)
     return rendered_or_none(turn, "turn.finished", item)
 
 

@@ -20,9 +20,9 @@ from chats.log_context import bind_log_context, shared_task
 from chats.loop.per_loop import PerLoop
 from chats.metrics import STREAMING_TURNS, TURNS_STARTED
 from chats.models import Turn
-from chats.run.finishes import announce_finished
+from chats.run.finishes import announce_finished, finish_orphans
 from chats.run.turn_run import TurnRun
-from chats.services import turn_interrupt_orphans, turn_renew_leases
+from chats.services import turn_renew_leases
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class RunRegistry:
 async def sweep_orphans() -> None:
     """End the turns of dead processes; announced, indexed and checked as any finished turn
     (the search queue's catch-up passes leave chats alone while they stream)."""
-    turns = await database_sync_to_async(turn_interrupt_orphans)()
+    turns = await database_sync_to_async(finish_orphans)()
     await announce_finished([(turn, None) for turn in turns])
 
 

@@ -1,5 +1,10 @@
 """CPU work of a run on a thread of its own: a chart as it arrives, an answer as it finishes.
 
+The one place a finished answer is rendered (`render_answer`): every way a turn ends, a run's
+finish, the orphan sweep (`chats.run.finishes`), renders it here once, and the write service
+(`chats.services.turn_finish_many`) stores what it is given. HTML from templates (a chart's)
+is the page layer's (`chats.live.fragments`).
+
 A chart is sanitised (`chats.answer.charts.safe_chart_event`) and its live HTML rendered as it
 arrives; a finished answer's citations, HTML and chart placement are computed before the finish
 is queued for the database (`chats.loop.batches`). That work is CPU only and grows with the
@@ -14,22 +19,51 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
+
 from chats.agent.events import ChartEvent
-from chats.answer.charts import chart_for_turn
-from chats.live.protocol import render_charts
+from chats.agent.transcript import Transcript
+from chats.answer.charts import chart_for_turn, charts_for_turn
+from chats.live.fragments import fragments
 from chats.run.storable import StorableEvent, storable_event
-from chats.services import TurnEnd, turn_render_end
+from chats.services import RenderedEnd, TurnEnd
+from citations.pages import with_pending_pages
+from citations.render_html import render_html
+from citations.services import citations_resolve
 
 _render_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-render")
 
 
-async def rendered(end: TurnEnd) -> TurnEnd:
-    """The end with its answer rendered (`TurnEnd.rendered`), computed off the event loop."""
+async def ended(turn_id: int, transcript: Transcript, status: str, **outcome: str | int) -> TurnEnd:
+    """How the run ended (`turn_end`), its answer rendered off the event loop."""
     loop = asyncio.get_running_loop()
-    return dataclasses.replace(
-        end, rendered=await loop.run_in_executor(_render_thread, turn_render_end, end)
+    end = functools.partial(turn_end, turn_id, transcript, status, **outcome)
+    return await loop.run_in_executor(_render_thread, end)
+
+
+def turn_end(turn_id: int, transcript: Transcript, status: str, **outcome: str | int) -> TurnEnd:
+    """How a turn ended, with its answer rendered once: what `services.turn_finish_many`
+    stores. `outcome`: TurnEnd's other fields (error, error_kind...)."""
+    return TurnEnd(turn_id, transcript, status, render_answer(turn_id, transcript), **outcome)
+
+
+def render_answer(turn_id: int, transcript: Transcript) -> RenderedEnd:
+    """Resolve and render the answer's citations, and place its charts (one parse of the
+    answer for all of them). No database: a run calls it on a thread of its own (`ended`)."""
+    cited = citations_resolve(
+        answer=transcript.answer,
+        citations=transcript.citations,
+        tool_calls=transcript.tool_calls,
+    )
+    if settings.SOURCE_FETCH_ENABLED:  # pages cited without a passage are read afterwards
+        cited = with_pending_pages(cited)
+    return RenderedEnd(
+        cited=cited,
+        html=render_html(cited, doc_id=f"t{turn_id}"),
+        charts=charts_for_turn(transcript.charts, transcript.answer),
     )
 
 
@@ -43,6 +77,6 @@ def _arrive(event: ChartEvent) -> StorableEvent:
     stored = storable_event(event)
     chart = stored.event
     if isinstance(chart, ChartEvent):  # a chart that could not be stored reads back as another
-        html = render_charts([chart_for_turn(chart)])
+        html = fragments().charts([chart_for_turn(chart)])
         stored = stored._replace(event=dataclasses.replace(chart, html=html))
     return stored

@@ -27,9 +27,8 @@ from chats.live.protocol import publish_to_chat, turn_notice
 from chats.metrics import TURNS_FINISHED, UPSTREAM_ERRORS
 from chats.models import Turn
 from chats.run.finishes import Finish, announce_finished, fail_unfinishable, get_finish_batches
-from chats.run.rendering import arrived_chart, rendered
+from chats.run.rendering import arrived_chart, ended
 from chats.run.storable import storable_event
-from chats.services import TurnEnd
 
 logger = logging.getLogger(__name__)
 
@@ -249,18 +248,17 @@ class TurnRun:
         TURNS_FINISHED.labels(agent=self.agent, status=status).inc()
         logger.info("Turn %s ended: %s", self.turn_id, status)
 
-        end = TurnEnd(
-            turn_id=self.turn_id,
-            transcript=self.transcript,
-            status=status,
-            error=error,
-            error_kind=error_kind,
-            malformed_lines=stream.malformed_lines if stream is not None else 0,
-            sanitized_events=self.sanitized_events,
-            execution_id=stream.execution_id if stream is not None else "",
-        )
         try:
-            end = await rendered(end)  # citations, HTML, charts: off the loop and database thread
+            end = await ended(  # citations, HTML, charts: off the loop and database thread
+                self.turn_id,
+                self.transcript,
+                status,
+                error=error,
+                error_kind=error_kind,
+                malformed_lines=stream.malformed_lines if stream is not None else 0,
+                sanitized_events=self.sanitized_events,
+                execution_id=stream.execution_id if stream is not None else "",
+            )
             await get_finish_batches().submit(Finish(end, self.siblings))  # stored, announced
         except Exception as finish_error:
             logger.exception("Storing the answer of turn %s failed", self.turn_id)

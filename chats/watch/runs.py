@@ -24,6 +24,7 @@ from chats.run.asks import ask_start
 from chats.run.lifespan import shut_down
 from chats.run.registry import run_ended
 from chats.run.rerun import rerun_ask
+from chats.selectors import turn_versions
 from chats.services import TurnAsk, TurnStartError
 from chats.watch.models import Watch, WatchRun
 from chats.watch.notify import tell_analyst
@@ -113,13 +114,8 @@ async def _rerun(watch: Watch, record: WatchRun, ask: TurnAsk) -> Outcome:
 
 def _begin(watch: Watch) -> _Begun:
     """The newest finished version to re-run and compare with, and the run's record."""
-    previous = (
-        Turn.objects.filter(
-            chat_id=watch.chat_id, parent_id=watch.turn.parent_id, status=Turn.Status.COMPLETE
-        )
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    answered = turn_versions(turns=[watch.turn], statuses=[Turn.Status.COMPLETE])[watch.turn_id]
+    previous = answered[-1] if answered else None
     run = watch_run_begin(watch=watch, previous=previous)
     if previous is None:
         return _Begun(run, None, "No finished version of this question is left to re-run.")

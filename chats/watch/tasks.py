@@ -17,12 +17,12 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 from django_tasks import task
 
+from chats.locks import lock_users
 from chats.models import Turn
 from chats.run.rerun import can_rerun
 from chats.watch.models import Watch
@@ -85,9 +85,7 @@ def watch_create(
     limit = settings.WATCH_MAX_PER_USER
     try:
         with transaction.atomic():
-            # The owner's row serialises their new watches: two at once cannot both see room
-            # for one more.
-            list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values("pk"))
+            lock_users([owner.pk])  # two new watches at once cannot both see room for one more
             if Watch.objects.filter(owner=owner).count() >= limit:
                 raise WatchError(
                     f"You have {limit} watches already. Delete one on the Changes page first."

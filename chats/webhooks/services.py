@@ -21,6 +21,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from chats.locks import lock_users
 from chats.models import Turn
 from chats.outbound import Refused, checked_url
 from chats.webhooks.models import TurnWebhook, WebhookDelivery, WebhookEndpoint
@@ -53,8 +54,10 @@ def webhook_endpoint_create(
         raise WebhookError(f"That URL cannot receive webhooks: {refused}.") from refused
     limit = settings.WEBHOOK_MAX_PER_USER
     with transaction.atomic():
-        if WebhookEndpoint.objects.select_for_update().filter(owner=owner).count() >= limit:
-            raise WebhookError(f"You have {limit} webhook endpoints already; delete one first.")
+        lock_users([owner.pk])  # two new endpoints at once cannot both see room for one more
+        if WebhookEndpoint.objects.filter(owner=owner).count() >= limit:
+            endpoints = "endpoint" if limit == 1 else "endpoints"
+            raise WebhookError(f"You have {limit} webhook {endpoints} already; delete one first.")
         secret = "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
         endpoint = WebhookEndpoint.objects.create(
             owner=owner, url=url, events=events, secret=secret

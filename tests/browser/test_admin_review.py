@@ -14,7 +14,7 @@ from chats.agent.providers.bigdata import BigdataAdapter
 from chats.agent.sse import parse_sse_text
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
-from chats.services import turn_finish
+from chats.run.finishes import finish_turn
 from tests.browser.conftest import log_in
 from tests.conftest import REVIEWER_PASSWORD
 
@@ -33,7 +33,7 @@ def answered_turn(analyst, stream_fixtures_dir):
         question="How did NVIDIA do in Q2 FY26?",
         lease_expires_at=timezone.now() + timedelta(minutes=5),
     )
-    return turn_finish(
+    return finish_turn(
         turn_id=turn.pk, transcript=Transcript.from_events(events), status="complete"
     )
 

@@ -35,7 +35,7 @@ def finished_turn(
     parent: Turn | str | None = "latest",
     at: datetime | None = None,
 ) -> Turn:
-    """Store a complete turn whose whole answer cites each source, as `turn_finish` would.
+    """Store a complete turn whose whole answer cites each source, as `finish_turn` would.
 
     It follows the chat's newest turn unless `parent` is given (None: a new first question).
     """

@@ -6,6 +6,7 @@ import pytest
 
 from chats.models import Chat, Turn, TurnEvent
 from chats.selectors import (
+    FINISHED,
     branch_turn,
     chat_branch,
     chat_find_readable,
@@ -13,6 +14,8 @@ from chats.selectors import (
     chat_turns_to_sync,
     turn_events_after,
     turn_in_chat,
+    turn_version_counts,
+    turn_versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +61,30 @@ def test_sync_returns_known_and_newer_turns_of_this_chat_only(chat, other_user):
     assert old not in turns
     assert turn_in_chat(turn_id=known.pk, chat_id=chat.pk)
     assert not turn_in_chat(turn_id=foreign.pk, chat_id=chat.pk)
+
+
+def test_the_versions_of_a_question_and_their_filters(user, chat):
+    other = Chat.objects.create(owner=user)
+    elsewhere = Turn.objects.create(chat=other, question="Q?", status=Turn.Status.COMPLETE)
+    asked = Turn.objects.create(chat=chat, question="Q?", status=Turn.Status.COMPLETE)
+    edit = Turn.objects.create(chat=chat, question="Q, edited?", status=Turn.Status.FAILED)
+    rerun = Turn.objects.create(chat=chat, question="Q?", status=Turn.Status.COMPLETE)
+    writing = Turn.objects.create(chat=chat, question="Q?")
+    follow = Turn.objects.create(chat=chat, parent=asked, question="F?")
+    turns = [asked, follow, elsewhere]
+
+    def ids(**filters) -> dict[int, list[int]]:
+        found = turn_versions(turns=turns, **filters)
+        counts = turn_version_counts(turns=turns, **filters)
+        assert counts == {pk: len(versions) for pk, versions in found.items()}
+        return {pk: [version.pk for version in versions] for pk, versions in found.items()}
+
+    assert ids() == {
+        asked.pk: [asked.pk, edit.pk, rerun.pk, writing.pk],
+        follow.pk: [follow.pk],
+        elsewhere.pk: [elsewhere.pk],
+    }
+    assert ids(statuses=FINISHED)[asked.pk] == [asked.pk, edit.pk, rerun.pk]
+    assert ids(statuses=FINISHED, same_question=True)[asked.pk] == [asked.pk, rerun.pk]
+    assert ids(asked_by=edit.created_at)[asked.pk] == [asked.pk, edit.pk]
+    assert ids(statuses=[Turn.Status.COMPLETE], asked_by=follow.created_at)[follow.pk] == []

@@ -49,8 +49,10 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def fields_as_read(text: str, delimiter: str) -> list[str]:
-    """Every field a spreadsheet splitting lines by `delimiter` (and honouring quotes) reads."""
-    return [f for row in csv.reader(io.StringIO(text), delimiter=delimiter) for f in row]
+    """Every field a spreadsheet splitting lines by `delimiter` (and honouring quotes) reads, a
+    lone carriage return ending a line as a line break does."""
+    lines = io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return [f for row in csv.reader(lines, delimiter=delimiter) for f in row]
 
 
 def is_plain_number(field: str) -> bool:
@@ -76,6 +78,7 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas():
     "cell",
     [
         "x;=1+1",
+        "x;=1+1;y",
         "x,=1+1",
         "x|=1+1",
         "x\t=1+1",
@@ -84,19 +87,33 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas():
         "a;@SUM(A1)",
         "a;\t=1",
         "a;\r=1",
+        "a\n=1",
         'a";=1+1',
+        'a;"=1+1"',
         "a, =1+1",
+        "-1;=2",
     ],
 )
 @pytest.mark.parametrize("delimiter", [",", ";", "|", "\t"])
-def test_no_separator_lets_a_cell_start_a_formula(cell, delimiter):
-    text = structured_csv([{"name": cell, "n": 1}, {"name": cell, "n": 2}])
+@pytest.mark.parametrize("column", [0, 1])
+def test_no_separator_lets_a_cell_start_a_formula(cell, delimiter, column):
+    """Wherever the cell stands in its line, a reader splitting by another separator than the
+    file's (and so not seeing its quotes) reads no field that starts a formula."""
+    row = {"name": cell, "n": 1} if column == 0 else {"n": 1, "name": cell}
+    text = structured_csv([row, {**row, "n": 2}])
     for field in fields_as_read(text, delimiter):
         if is_plain_number(field):
             continue
-        assert not field.lstrip(" ").startswith(FORMULA_STARTS), (delimiter, field)
-    # Read by its own separator, the cell comes back whole.
-    assert list(csv.reader(io.StringIO(text)))[1][0] == cell
+        assert not field.lstrip(' "').startswith(FORMULA_STARTS), (delimiter, field)
+    # Read by its own separator, the cell comes back with a ' before each formula it held.
+    read = list(csv.reader(io.StringIO(text)))[1][column]
+    assert read.replace("'", "") == cell.replace("'", "")
+    assert read.startswith("'") or read.startswith(cell[0])
+
+
+def test_a_part_that_is_a_number_is_left_alone():
+    [_, row] = list(csv.reader(io.StringIO(structured_csv([{"a": "1,-2", "b": "x;-3.5"}]))))
+    assert row == ["1,-2", "x;-3.5"]
 
 
 def test_numbers_stay_numbers():

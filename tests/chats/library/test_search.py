@@ -21,7 +21,8 @@ from chats.library.search import (
     chats_due_for_search,
 )
 from chats.models import Chat, ChatSearchDocument, Turn
-from chats.services import turn_finish, turn_start
+from chats.run.finishes import finish_turn
+from chats.services import turn_start
 from tests.chats.library_factories import bigdata_source, finished_turn
 
 pytestmark = pytest.mark.django_db
@@ -253,7 +254,7 @@ def test_a_turn_is_found_as_soon_as_it_finishes(analyst):
     chat = Chat.objects.create(owner=analyst)
     turn = turn_start(chat=chat, question="Which metal is scarce?", research_effort="standard").turn
 
-    turn_finish(
+    finish_turn(
         turn_id=turn.pk,
         transcript=Transcript(answer_parts=["Molybdenum is scarce."]),
         status=Turn.Status.COMPLETE,

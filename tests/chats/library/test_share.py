@@ -6,6 +6,8 @@ import re
 from http import HTTPStatus
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from chats.library.services import chat_share
@@ -201,3 +203,48 @@ def test_admin_lists_shares_without_their_full_token(admin_client, analyst, chat
     assert share.token not in page
     detail = admin_client.get(reverse("admin:chats_chatshare_change", args=[share.pk]))
     assert share.token not in detail.content.decode()
+
+
+def chat_of_rerun_turns(owner, turns: int) -> Chat:
+    """A chat of `turns` follow-ups, each asked twice (a "Re-run"): its branch is the re-runs."""
+    chat = Chat.objects.create(owner=owner)
+    for number in range(turns):
+        asked = finished_turn(chat, f"Question {number}?", f"Answer {number}.")
+        finished_turn(chat, asked.question, f"Answer {number} again.", parent=asked.parent)
+    return chat
+
+
+def test_the_shared_page_reads_as_many_queries_for_8_turns_as_for_2(client, analyst, colleague):
+    client.force_login(colleague)
+    client.get(reverse("usage"))  # the session's first request saves it: not the page's reads
+    queries = []
+    for turns in (2, 8):
+        share = chat_share(chat=chat_of_rerun_turns(analyst, turns), user=analyst)
+        with CaptureQueriesContext(connection) as read:
+            page = client.get(reverse("chat_shared", args=[share.token])).content.decode()
+        assert page.count("the 2 versions of this question") == turns
+        queries.append(len(read.captured_queries))
+    assert queries[0] == queries[1]
+
+
+def test_a_shares_compare_holds_no_question_an_edit_replaced(client, analyst, colleague):
+    """A share shows one branch: an "Edit" asked another question, on another branch."""
+    chat = Chat.objects.create(owner=analyst, title="Revenue")
+    replaced = finished_turn(chat, "How did revenue do?", "Revenue rose 12%.", parent=None)
+    edited = finished_turn(chat, "How did revenue do in 2025?", "It rose 14%.", parent=None)
+    rerun = finished_turn(chat, edited.question, "It rose 15%.", parent=None)
+    share = chat_share(chat=chat, user=analyst)
+    Chat.objects.filter(pk=chat.pk).update(title="Renamed since")
+    client.force_login(colleague)
+
+    shared = client.get(reverse("chat_shared", args=[share.token])).content.decode()
+    assert "the 2 versions of this question" in shared
+    compare_url = reverse("shared_turn_compare", args=[share.token, rerun.pk])
+    for asked in (compare_url, f"{compare_url}?a={replaced.pk}", f"{compare_url}?b={replaced.pk}"):
+        page = client.get(asked).content.decode()
+        assert "<del>14%</del> → <ins>15%</ins>" in page
+        assert "How did revenue do?" not in page and "12%" not in page
+        assert "Compare versions · Revenue<" in page  # the share's title, not the chat's now
+        assert f'value="{replaced.pk}"' not in page
+    versions = [str(edited.pk), str(rerun.pk)]
+    assert re.findall(r'<option value="(\d+)"', page) == versions * 2  # Older, Newer

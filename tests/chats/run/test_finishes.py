@@ -13,7 +13,8 @@ from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
 from chats.run.finishes import Finish, get_finish_batches, store_finishes
-from chats.services import TurnEnd, turn_start
+from chats.run.rendering import turn_end
+from chats.services import turn_start
 from citations.models import Reference
 from demo_agent.scripted import answer_stream
 from tests.chats.refusals import refusals_fixture
@@ -56,7 +57,7 @@ def cited_transcript(text: str) -> Transcript:
 
 
 def finish_of(started, text: str, *, siblings: bool = True) -> Finish:
-    end = TurnEnd(started.turn.pk, cited_transcript(text), Turn.Status.COMPLETE)
+    end = turn_end(started.turn.pk, cited_transcript(text), Turn.Status.COMPLETE)
     return Finish(end, started.siblings if siblings else None)
 
 

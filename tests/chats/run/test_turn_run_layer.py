@@ -12,7 +12,7 @@ from chats.run.registry import RunRegistry
 
 
 class FinishingRun:
-    """Stands in for TurnRun: publishes to a page's channel as it ends, as turn_finish does."""
+    """Stands in for TurnRun: publishes to a page's channel as it ends, as finishing a turn does."""
 
     def __init__(self, page_channel: str) -> None:
         self.turn_id = 1

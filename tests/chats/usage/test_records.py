@@ -16,8 +16,9 @@ from prometheus_client import REGISTRY
 from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn, TurnUsage, UsageWarning
-from chats.run.finishes import Finish, store_finishes
-from chats.services import TurnEnd, turn_finish, turn_start
+from chats.run.finishes import Finish, finish_turn, store_finishes
+from chats.run.rendering import turn_end
+from chats.services import turn_start
 from chats.usage.limits import month_start, resets_on
 from demo_agent.scripted import answer_stream
 
@@ -35,7 +36,7 @@ def transcript(*consumption: dict) -> Transcript:
 
 def finished(chat: Chat, *consumption: dict) -> Turn:
     started = turn_start(chat=chat, question="Q", research_effort="standard")
-    return turn_finish(
+    return finish_turn(
         turn_id=started.turn.pk, transcript=transcript(*consumption), status=Turn.Status.COMPLETE
     )
 
@@ -97,7 +98,7 @@ def test_a_batch_of_finishes_stores_its_usage_in_one_insert(django_user_model):
     def finishes(turns):
         return [
             Finish(
-                TurnEnd(s.turn.pk, transcript(tier("base", 90, 10)), Turn.Status.COMPLETE),
+                turn_end(s.turn.pk, transcript(tier("base", 90, 10)), Turn.Status.COMPLETE),
                 s.siblings,
             )
             for s in turns
@@ -163,7 +164,7 @@ def test_the_warning_is_shown_under_its_turn_live_and_after_a_reload(user, setti
     chat = Chat.objects.create(owner=user)
     started = turn_start(chat=chat, question="Q", research_effort="lite")
     ((_, card),) = store_finishes(
-        [Finish(TurnEnd(started.turn.pk, transcript(tier("base", 900, 50)), "complete"))]
+        [Finish(turn_end(started.turn.pk, transcript(tier("base", 900, 50)), "complete"))]
     )
     assert "You have used 950 of your 1,000 tokens this month (95%)" in card["html"]
     client.force_login(user)

@@ -17,7 +17,8 @@ from django.urls import reverse
 from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn, UsageLimit, Watch, WatchRun
-from chats.services import turn_finish, turn_start
+from chats.run.finishes import finish_turn
+from chats.services import turn_start
 from chats.usage.limits import resets_on
 from chats.watch.tasks import watch_create
 from demo_agent.scripted import Reply, answer_stream
@@ -95,7 +96,7 @@ def finished_turn(chat: Chat) -> Turn:
     """A finished answer that used USED tokens, stored as a run stores it."""
     started = turn_start(chat=chat, question="How did NVIDIA do?", research_effort="standard")
     transcript = Transcript.from_events(event_from_message(m) for m in answer())
-    return turn_finish(turn_id=started.turn.pk, transcript=transcript, status=Turn.Status.COMPLETE)
+    return finish_turn(turn_id=started.turn.pk, transcript=transcript, status=Turn.Status.COMPLETE)
 
 
 def test_a_watch_refused_for_the_limit_is_paused_saying_why(user, chat, upstream, limited):

@@ -218,11 +218,12 @@ async def finished_turn(user, events: list) -> Turn:
     read."""
     from chats.agent.transcript import Transcript
     from chats.models import Chat
-    from chats.services import TurnEnd, turn_finish_many
+    from chats.run.rendering import turn_end
+    from chats.services import turn_finish_many
 
     chat = await Chat.objects.acreate(owner=user)
     turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
-    end = TurnEnd(turn.pk, Transcript.from_events(events), Turn.Status.COMPLETE)
+    end = turn_end(turn.pk, Transcript.from_events(events), Turn.Status.COMPLETE)
     (finished,) = await database_sync_to_async(turn_finish_many)([end])
     assert finished.pages_to_check
     return finished

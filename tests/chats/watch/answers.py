@@ -6,7 +6,8 @@ from __future__ import annotations
 from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
-from chats.services import turn_finish, turn_start
+from chats.run.finishes import finish_turn
+from chats.services import turn_start
 from demo_agent.scripted import cited_answer_stream
 
 FIRST = [("Revenue rose 12% to $4.1 billion.", "Reuters"), ("Demand was strong.", "Bloomberg")]
@@ -20,4 +21,4 @@ def answered_turn(chat: Chat, claims=FIRST) -> Turn:
     transcript = Transcript()
     for message in cited_answer_stream(claims):
         transcript.apply(event_from_message(message))
-    return turn_finish(turn_id=started.turn.pk, transcript=transcript, status=Turn.Status.COMPLETE)
+    return finish_turn(turn_id=started.turn.pk, transcript=transcript, status=Turn.Status.COMPLETE)
