@@ -163,9 +163,10 @@ def test_the_warning_is_shown_under_its_turn_live_and_after_a_reload(user, setti
     settings.USAGE_MONTHLY_LIMIT_TOKENS = 1_000
     chat = Chat.objects.create(owner=user)
     started = turn_start(chat=chat, question="Q", research_effort="lite")
-    ((_, card),) = store_finishes(
+    (stored,) = store_finishes(
         [Finish(turn_end(started.turn.pk, transcript(tier("base", 900, 50)), "complete"))]
     )
+    card = stored.card
     assert "You have used 950 of your 1,000 tokens this month (95%)" in card["html"]
     client.force_login(user)
     page = client.get(f"/chats/{chat.pk}/").content.decode()
