@@ -8,6 +8,12 @@ to the database together"). Here the items waiting when the thread comes free go
 one transaction: the first item of a quiet moment goes at once, the rest of a burst follow it
 together.
 
+Work someone waits for (an answer to show, a question to start) goes first: a batch of work that
+can wait (`background=True`: storing the figure checks of answers already shown) waits until no
+other batch of the loop has items waiting or on the database thread, for up to
+`BACKGROUND_WAIT` seconds, so a burst of checks does not sit between the finishes of the burst
+that caused it, nor wait for ever behind a busy site.
+
 One item's failure stays its own: when the database refuses a batch for what it holds, each of
 its items is tried again alone. When the database itself is failing (down, locked past its
 timeout), the batch fails whole at once: fifty more attempts, one after another on the one
@@ -17,6 +23,7 @@ database thread, would only hold up everything else waiting for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
@@ -25,6 +32,7 @@ from channels.db import database_sync_to_async
 from django.db import InterfaceError, OperationalError
 
 from chats.log_context import shared_task
+from chats.loop.per_loop import PerLoop
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +45,29 @@ MAX_BATCH = 50
 
 # Errors of the database rather than of the items: trying each item alone would fail as well.
 DATABASE_FAILING = (OperationalError, InterfaceError)
+
+# The longest a background batch waits for the others to be done, each trip.
+BACKGROUND_WAIT = 2.0
+
+
+class _Foreground:
+    """How many items of this loop's foreground batches wait for or are on the database thread;
+    `quiet` is set when none."""
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.quiet = asyncio.Event()
+        self.quiet.set()
+
+    def add(self, count: int) -> None:
+        self.items += count
+        if self.items:
+            self.quiet.clear()
+        else:
+            self.quiet.set()
+
+
+_foreground = PerLoop(_Foreground)
 
 
 class DatabaseBatches(Generic[Item, Result]):
@@ -55,10 +86,12 @@ class DatabaseBatches(Generic[Item, Result]):
         *,
         name: str,
         then: Callable[[list[Result]], Awaitable[None]] | None = None,
+        background: bool = False,
     ) -> None:
         self.run_batch = run_batch
         self.name = name
         self.then = then
+        self.background = background
         self._waiting: list[tuple[Item, asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
         self._follow_ups: set[asyncio.Task] = set()
@@ -72,6 +105,8 @@ class DatabaseBatches(Generic[Item, Result]):
         """Wait for the item's batch; return its result or raise its exception."""
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((item, future))
+        if not self.background:
+            _foreground().add(1)
         if self._worker is None or self._worker.done():
             self._worker = shared_task(self._work(), name=f"{self.name}-batches")
         return await future
@@ -84,7 +119,11 @@ class DatabaseBatches(Generic[Item, Result]):
         await asyncio.gather(*self._follow_ups, return_exceptions=True)
 
     async def _work(self) -> None:
+        foreground = _foreground()
         while self._waiting:
+            if self.background and not foreground.quiet.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(foreground.quiet.wait(), BACKGROUND_WAIT)
             batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
             items = [item for item, _ in batch]
             try:
@@ -92,6 +131,9 @@ class DatabaseBatches(Generic[Item, Result]):
             except Exception as error:  # a bug: _in_one_trip gives every failure to its item
                 logger.exception("A batch of %d %s items failed", len(items), self.name)
                 outcomes = [error] * len(items)
+            finally:
+                if not self.background:
+                    foreground.add(-len(items))
             follow_up = asyncio.create_task(self._follow_up(batch, outcomes))
             self._follow_ups.add(follow_up)
             follow_up.add_done_callback(self._follow_ups.discard)

@@ -245,7 +245,7 @@ class TurnRun:
         `stream`: what the agent's stream said besides its events (None: it never opened)."""
         self.finishing = True
         log = get_event_log()
-        await log.flush()  # every event is logged and relayed before the final frame
+        await log.flushed()  # every event is logged and relayed before the final frame
         failure = log.failure(self.turn_id) or self.write_failure
         log.forget(self.turn_id)
         if failure is not None:

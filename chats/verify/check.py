@@ -334,7 +334,9 @@ def _fresh_pages_of_many(url_lists: list[list[str]]) -> list[dict[str, SourcePag
 
 
 # The cache lookups of checks that start together (answers that ended together): one query.
-get_fresh_page_batches = PerLoop(lambda: DatabaseBatches(_fresh_pages_of_many, name="cited pages"))
+get_fresh_page_batches = PerLoop(
+    lambda: DatabaseBatches(_fresh_pages_of_many, name="cited pages", background=True)
+)
 
 
 @dataclass(frozen=True)
@@ -353,7 +355,7 @@ async def _store(
     """Check the claims against the pages read and render the answer again (CPU thread), then
     store both with the checks that end together (database thread); None if the turn is gone."""
     turn = check.turn
-    checked, html = await on_cpu_thread(_checked_html, check.cited, reads, turn.pk)
+    checked, html = await on_cpu_thread(_checked_html, check.cited, reads, turn.pk, later=True)
     stored = await get_checked_batches().submit(_Checked(turn, checked, html, on_checked))
     return stored.turn if stored is not None else None
 
@@ -398,5 +400,7 @@ async def _hand_back(stored: list[_Checked | None]) -> None:
 
 # Checks whose pages were read together are stored in one trip, and handed back together.
 get_checked_batches = PerLoop(
-    lambda: DatabaseBatches(_store_checked_many, name="checked pages", then=_hand_back)
+    lambda: DatabaseBatches(
+        _store_checked_many, name="checked pages", then=_hand_back, background=True
+    )
 )

@@ -358,3 +358,36 @@ async def test_closing_the_log_writes_events_held_for_a_retry(user, monkeypatch)
     await log.close()
     assert [d["content"] for _, d in await stored(waiting)] == ["WAIT-FOR-IT"]
     assert log.failure(waiting.pk) is None
+
+
+async def test_runs_ending_in_one_tick_wait_for_its_one_write(user, other_user, monkeypatch):
+    """A run waits for its events to be stored before its final frame; runs that end within one
+    tick are stored by that tick's flush, in one write, rather than one forced write each."""
+    from chats.live import event_log
+
+    writes: list[int] = []
+    write = event_log._write
+
+    async def counted(batch: list[PendingEvent]) -> None:
+        writes.append(len(batch))
+        await write(batch)
+
+    monkeypatch.setattr(event_log, "_write", counted)
+    first, second = await make_turn(user), await make_turn(other_user)
+    log = EventLog(Ticks(0.05))
+    log.append(first.chat_id, first.pk, 1, answer("a1"))
+    first_done = asyncio.create_task(log.flushed())
+    await asyncio.sleep(0)
+    log.append(second.chat_id, second.pk, 1, answer("b1"))
+    second_done = asyncio.create_task(log.flushed())
+    await asyncio.sleep(0)
+    assert not first_done.done() and writes == []  # nothing forced: the tick writes
+
+    await asyncio.gather(first_done, second_done)
+
+    assert writes == [2]
+    assert await stored_contents(first) == ["a1"]
+    assert await stored_contents(second) == ["b1"]
+    await log.flushed()  # nothing appended since: at once
+    assert writes == [2]
+    await log.close()
