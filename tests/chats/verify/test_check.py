@@ -18,6 +18,7 @@ from django.urls import reverse
 from chats.models import Turn
 from chats.services import chat_create
 from citations.models import Reference, SourcePage
+from tests.database_thread import database_thread_queries
 from tests.servers import serve_asgi
 from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gemini, stream
 from tests.standins.pages import (
@@ -291,29 +292,6 @@ async def finished_check_citing(user, url: str):
     end = turn_end(turn.pk, Transcript.from_events(events), Turn.Status.COMPLETE)
     (finished,) = await database_sync_to_async(turn_finish_many)([end])
     return PagesToCheck(finished, end.rendered.cited)
-
-
-async def database_thread_queries(work) -> list[str]:
-    """The SQL the process's database thread ran while `work()` was awaited."""
-    from django.db import connection
-
-    from chats.loop.database_thread import on_database_thread
-
-    def begin() -> None:
-        connection.ensure_connection()
-        connection.force_debug_cursor = True
-        connection.queries_log.clear()
-
-    def end() -> list[str]:
-        connection.force_debug_cursor = False
-        return [query["sql"] for query in connection.queries]
-
-    await on_database_thread(begin)
-    try:
-        await work()
-    finally:
-        queries = await on_database_thread(end)
-    return queries
 
 
 async def test_a_check_handed_its_answer_by_the_run_reads_none_of_it_back(user, news):
