@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -46,21 +47,27 @@ MAX_BATCH = 50
 # Errors of the database rather than of the items: trying each item alone would fail as well.
 DATABASE_FAILING = (OperationalError, InterfaceError)
 
-# The longest a background batch waits for the others to be done, each trip.
+# The longest a background batch waits for the others to be done, each trip; and how long the
+# foreground must have had nothing new before it counts as done (the gaps within a burst of
+# finishes are shorter).
 BACKGROUND_WAIT = 2.0
+FOREGROUND_SETTLE = 0.1
 
 
 class _Foreground:
-    """How many items of this loop's foreground batches wait for or are on the database thread;
-    `quiet` is set when none."""
+    """How many items of this loop's foreground batches wait for or are on the database thread
+    (`quiet` is set when none), and when the last was submitted."""
 
     def __init__(self) -> None:
         self.items = 0
         self.quiet = asyncio.Event()
         self.quiet.set()
+        self.submitted_at = -math.inf  # on the loop's clock
 
     def add(self, count: int) -> None:
         self.items += count
+        if count > 0:
+            self.submitted_at = asyncio.get_running_loop().time()
         if self.items:
             self.quiet.clear()
         else:
@@ -68,6 +75,24 @@ class _Foreground:
 
 
 _foreground = PerLoop(_Foreground)
+
+
+async def foreground_done(longest: float = BACKGROUND_WAIT) -> None:
+    """Return once no foreground batch of this loop has had items for FOREGROUND_SETTLE seconds
+    (at once if none has had any for that long), or after `longest` seconds: work that can wait
+    goes after a burst of asks or finishes, not between its batches."""
+    foreground = _foreground()
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + longest
+    while True:
+        if not foreground.quiet.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(foreground.quiet.wait(), give_up - loop.time())
+        settled = foreground.submitted_at + FOREGROUND_SETTLE
+        now = loop.time()
+        if now >= min(settled, give_up):
+            return
+        await asyncio.sleep(min(settled, give_up) - now)
 
 
 class DatabaseBatches(Generic[Item, Result]):
@@ -119,11 +144,10 @@ class DatabaseBatches(Generic[Item, Result]):
         await asyncio.gather(*self._follow_ups, return_exceptions=True)
 
     async def _work(self) -> None:
-        foreground = _foreground()
+        foreground = _foreground()  # this loop's, counted as the trips go
         while self._waiting:
-            if self.background and not foreground.quiet.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(foreground.quiet.wait(), BACKGROUND_WAIT)
+            if self.background:
+                await foreground_done()
             batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
             items = [item for item, _ in batch]
             try:

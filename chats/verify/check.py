@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from chats.loop.batches import DatabaseBatches
+from chats.loop.batches import DatabaseBatches, foreground_done
 from chats.loop.cpu_thread import on_cpu_thread
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
@@ -355,6 +355,7 @@ async def _store(
     """Check the claims against the pages read and render the answer again (CPU thread), then
     store both with the checks that end together (database thread); None if the turn is gone."""
     turn = check.turn
+    await foreground_done()  # answers being finished first: this one is shown already
     checked, html = await on_cpu_thread(_checked_html, check.cited, reads, turn.pk, later=True)
     stored = await get_checked_batches().submit(_Checked(turn, checked, html, on_checked))
     return stored.turn if stored is not None else None
