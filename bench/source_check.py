@@ -8,8 +8,9 @@
    a page of its own on a real page server that takes 0.3 s to answer. The check comes after the
    finish, so the goal is a ratio on/off of at most 1.10. The time to `turn.checked` is shown
    too (it includes the page's 0.3 s).
-2. CPU (time.process_time, every thread of the process) of `check_turn_sources` and the run's
-   `publish_turn_checked` for a turn of 40 claims citing 20 pages that are all in the cache
+2. CPU (time.process_time, every thread of the process) of `check_turn_sources`, handed the
+   turn and its cited answer as the run hands them, and the run's `publish_turns_checked`, for a
+   turn of 40 claims citing 20 pages that are all in the cache
    (~6 KB of main text each): reading the cache, choosing the passages, checking the figures,
    storing, rendering and publishing; and the same with the pages' sentences not yet split and
    indexed in this process (their first check here).
@@ -53,11 +54,15 @@ from chats.agent.providers.gemini import load_sdk  # noqa: E402
 from chats.agent.transcript import Transcript  # noqa: E402
 from chats.models import Chat, Turn  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
-from chats.run.cards import publish_turn_checked  # noqa: E402
+from chats.run.cards import publish_turns_checked  # noqa: E402
 from chats.run.lifespan import shut_down  # noqa: E402
 from chats.run.rendering import turn_end  # noqa: E402
 from chats.services import chat_create, turn_finish_many  # noqa: E402
-from chats.verify.check import check_turn_sources, wait_for_source_checks  # noqa: E402
+from chats.verify.check import (  # noqa: E402
+    PagesToCheck,
+    check_turn_sources,
+    wait_for_source_checks,
+)
 from citations.pages import page_sentences  # noqa: E402
 from citations.references import Citation, SourceDocument  # noqa: E402
 from citations.services import source_page_save  # noqa: E402
@@ -114,8 +119,9 @@ def article(n: int) -> str:
     return "\n".join(paragraphs)
 
 
-def checked_turn(chat: Chat, pages: int) -> int:
-    """A stored Gemini-like turn: 2 claims per page, no passages, its pages pending."""
+def checked_turn(chat: Chat, pages: int) -> PagesToCheck:
+    """A stored Gemini-like turn: 2 claims per page, no passages, its pages pending; with its
+    cited answer, as its run hands it to the check."""
     sentences, citations, position = [], [], 0
     for n in range(pages):
         url = f"https://news{n}.example/2026/11/results"
@@ -135,8 +141,9 @@ def checked_turn(chat: Chat, pages: int) -> int:
         ]
     )
     turn = Turn.objects.create(chat=chat, question="How did they do?")
-    turn_finish_many([turn_end(turn.pk, transcript, Turn.Status.COMPLETE)])
-    return turn.pk
+    end = turn_end(turn.pk, transcript, Turn.Status.COMPLETE)
+    (stored,) = turn_finish_many([end])
+    return PagesToCheck(stored, end.rendered.cited)
 
 
 async def main() -> None:
@@ -191,15 +198,15 @@ async def main() -> None:
         )
     cpu_ms, cold_ms = [], []
     for n in range(2 * args.repeat + 1):
-        turn_id = await database_sync_to_async(checked_turn)(chat, 20)
+        check = await database_sync_to_async(checked_turn)(chat, 20)
         cold = n % 2 == 1
         if cold:  # as if the pages had not been read in this process before
             page_sentences.cache_clear()
         before = time.process_time()
-        await publish_turn_checked(await check_turn_sources(turn_id))
+        await check_turn_sources(check, publish_turns_checked)
         (cold_ms if cold else cpu_ms).append((time.process_time() - before) * 1000)
     cpu_ms = cpu_ms[1:]  # the first pays one-time imports and caches
-    turn = await Turn.objects.aget(pk=turn_id)
+    turn = await Turn.objects.aget(pk=check.turn.pk)
     summary = turn.answer_html.split('claim-summary">')[1].split("<")[0]
     assert summary == "40 cited claims: 40 figures found.", summary
     median = statistics.median(cpu_ms)

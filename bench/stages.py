@@ -1,11 +1,14 @@
 """The CPU cost of one relayed event, stage by stage, through the site's own functions.
 
-    .venv/bin/python bench/stages.py [--rounds 5] [--metrics-cost]
+    .venv/bin/python bench/stages.py [--rounds 5] [--metrics-cost] [--window SECONDS]
 
 Deterministic and in-process: every stage calls the site's real functions on a bench-like load,
 200 turns of `bench._site.agent_messages(150)` (PLANNING, ANSWER words, a few ACTIONs, a
-PLANNING update, GROUNDING, COMPLETE), processed in ticks as the site does: the event log flushes
-every 30 ms, and 200 chats at 50 events/s make ~300 events per tick, 1.5 per turn. Each stage is
+PLANNING update, GROUNDING, COMPLETE), processed in ticks as the site does at that load: its 200
+runs and the log's flusher wake at each tick of the relay's clock, which widens the window from
+EVENT_FLUSH_INTERVAL (30 ms) to EVENT_FLUSH_INTERVAL_MAX (60 ms; chats.loop.ticks, `widened`),
+so 200 chats at 50 events/s make ~600 events per tick, 3 per turn (`--window 0.03` gives the
+figures of a 30 ms window: 300 events a tick, 1.5 per turn). Each stage is
 timed with time.perf_counter over a whole round (30,000 events unless said otherwise); a figure
 is the median of 5 rounds, divided by the events the round relayed (the database stages take
 the median of 5 parts of one run: see `database_stages`).
@@ -15,7 +18,8 @@ the median of 5 parts of one run: see `database_stages`).
    paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
    site's client reads them (`httpx.AsyncClient(transport=http_transport())`, `client.stream`,
    `aiter_body(response)`: the body's bytes straight from aiohttp) at the relay's ticks
-   (chats.loop.ticks), so a read returns what arrived in one EVENT_FLUSH_INTERVAL, 1.25-1.5 events.
+   (chats.loop.ticks, in the window of the whole load: 20 streams alone would not widen it), so
+   a read returns what arrived in one window, ~3 events (~1.4 at 30 ms).
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
    events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
@@ -23,12 +27,13 @@ the median of 5 parts of one run: see `database_stages`).
    and amortised over 150 events; after the first round the streams reuse the pool's kept-alive
    connections, as turns one after another do in the site. One unpaced 5,000-event stream is
    also read, for comparison: its chunks carry many events each.
-2. parse: byte chunks (one SSE event each) to typed events: `chats.agent.sse.aiter_events` with
-   a `StreamReader(BigdataAdapter())`, under `providers.attempts.with_retries`, as
-   `AgentStream` reads them; one stream per turn, advanced 1-2 events per turn per tick.
+2. parse: byte chunks (a window's events each, as the paced read returns them) to typed events:
+   `chats.agent.sse.aiter_events` with a `StreamReader(BigdataAdapter())`, under
+   `providers.attempts.with_retries`, as `AgentStream` reads them; one stream per turn,
+   advanced 3 events per turn per tick.
 3. store-prep: the run's per-event work before the log: `storable_event`,
    `TurnRun._within_answer_limit`, `Transcript.apply` and `EventLog.append` (its PendingEvent).
-4. write: `chats.live.event_log.write_batch(batch)`, one batch of 300 events (1.5 per turn) per
+4. write: `chats.live.event_log.write_batch(batch)`, one batch of 600 events (3 per turn) per
    tick, on a fresh migrated SQLite database, and on a fresh PostgreSQL database
    (`bench_stages_<pid>`, dropped at the end) when one answers on 127.0.0.1:5432 (user
    postgres): Django is configured once per process, so the database stages run again in a
@@ -98,7 +103,8 @@ from demo_agent.wire import sse_event  # noqa: E402
 
 TURNS = 200
 EVENTS = 150  # per turn
-TICK_EVENTS = 300  # per 30 ms flush: 200 chats x 50 events/s
+TICK_EVENTS = 600  # per tick: 200 chats x 50 events/s x the window (`use_window`)
+WINDOW = 0.06  # seconds between the relay's ticks at this load (`use_window`)
 READ_STREAMS = 20
 READ_RATE = 50.0  # events per second per stream
 READ_EVENTS = 50  # per paced stream (1 s a round)
@@ -137,7 +143,7 @@ def new_loop() -> asyncio.AbstractEventLoop:
 
 
 def tick_plan(turns: int, events: int, per_tick: int) -> list[list[tuple[int, int]]]:
-    """[(turn index, seq), ...] for each tick: every turn moves on 1 or 2 events a tick."""
+    """[(turn index, seq), ...] for each tick: every turn moves on its share of the tick."""
     rate = per_tick / turns
     plan = []
     for tick in range(math.ceil(events / rate)):
@@ -147,6 +153,31 @@ def tick_plan(turns: int, events: int, per_tick: int) -> list[list[tuple[int, in
 
 
 PLAN = tick_plan(TURNS, EVENTS, TICK_EVENTS)
+
+
+def site_window() -> float:
+    """The relay's window in the site at this load: its 200 runs and the log's flusher wake at
+    each tick, which widens the window (chats.loop.ticks)."""
+    from django.conf import settings
+
+    from chats.loop.ticks import widened
+
+    interval, longest = settings.EVENT_FLUSH_INTERVAL, settings.EVENT_FLUSH_INTERVAL_MAX
+    return widened(interval, longest, TURNS + 1)
+
+
+def use_window(window: float) -> None:
+    """Process the load in ticks `window` apart: each tick's events, and the read stage's reads
+    (its 20 streams alone would not widen the window the site's 200 do)."""
+    global WINDOW, TICK_EVENTS, PLAN
+    from django.conf import settings
+
+    WINDOW = window
+    TICK_EVENTS = round(TURNS * READ_RATE * window)
+    PLAN = tick_plan(TURNS, EVENTS, TICK_EVENTS)
+    settings.EVENT_FLUSH_INTERVAL = settings.EVENT_FLUSH_INTERVAL_MAX = window
+
+
 CHUNKS = [sse_event(UPSTREAM_CHAT_ID, m) for m in agent_messages(EVENTS)]
 
 
@@ -265,9 +296,11 @@ async def parse_round() -> float:
     from chats.agent.providers.bigdata import BigdataAdapter
     from chats.agent.sse import StreamReader, aiter_events
 
-    async def body():  # the chunks aiter_body(response) yields: one event each when paced
-        for chunk in CHUNKS:
-            yield chunk
+    per_read = max(1, round(TICK_EVENTS / TURNS))
+
+    async def body():  # the chunks aiter_body(response) yields: what arrived in one window
+        for start in range(0, len(CHUNKS), per_read):
+            yield b"".join(CHUNKS[start : start + per_read])
 
     streams = []
     for _ in range(TURNS):
@@ -518,8 +551,8 @@ def database_stages(rounds: int) -> dict[str, dict[str, float]]:
             Finish(turn_end(s.turn.pk, Transcript.from_events(events), "complete"), s.siblings)
             for s in turns  # the transcript the run applied
         ]
-        for turn, card in store_finishes(ends):
-            assert turn is not None and card is not None
+        for stored in store_finishes(ends):
+            assert stored.turn is not None and stored.card is not None
 
     def stream(ticks: list[list[Any]]) -> None:
         for batch in ticks:
@@ -577,7 +610,7 @@ def psql(sql: str) -> None:
     )
 
 
-def postgres_stages(rounds: int) -> dict[str, Any] | str:
+def postgres_stages(rounds: int, window: float) -> dict[str, Any] | str:
     """The database stages in a subprocess on a fresh PostgreSQL database; or why not."""
     if not postgres_available():
         return "PostgreSQL does not answer on 127.0.0.1:5432"
@@ -589,7 +622,7 @@ def postgres_stages(rounds: int) -> dict[str, Any] | str:
     try:
         env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}"}
         done = subprocess.run(
-            [PYTHON, __file__, "--db-only", "--rounds", str(rounds)],
+            [PYTHON, __file__, "--db-only", "--rounds", str(rounds), "--window", str(window)],
             env=env,
             cwd=ROOT,
             capture_output=True,
@@ -715,10 +748,16 @@ def main() -> None:
     parser.add_argument(
         "--metrics-cost", action="store_true", help="only the metrics on / off comparison"
     )
+    parser.add_argument(
+        "--window",
+        type=float,
+        help="seconds between ticks (default: the window the site's relay takes at this load)",
+    )
     parser.add_argument("--db-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.db_only:  # the PostgreSQL run: DATABASE_URL is set by the parent
         migrated_site(os.environ["DATABASE_URL"])
+        use_window(args.window)
         print("STAGES" + json.dumps(database_stages(args.rounds)), flush=True)
         return
 
@@ -727,6 +766,7 @@ def main() -> None:
     print(machine())
     with tempfile.TemporaryDirectory(prefix="researchsite-stages-") as directory:
         migrated_site(f"sqlite:///{directory}/stages.sqlite3")
+        use_window(args.window or site_window())
         rounds = args.rounds
         if args.metrics_cost:
             metrics_cost(rounds)
@@ -751,7 +791,7 @@ def main() -> None:
             )
         common["ws-send"] = median_round(rounds, lambda: ws_send_round(captured))
         databases: dict[str, dict[str, Any]] = {"SQLite": database_stages(rounds)}
-    postgres = postgres_stages(rounds)
+    postgres = postgres_stages(rounds, WINDOW)
     if isinstance(postgres, str):
         print(f"\nPostgreSQL skipped: {postgres}")
     else:
@@ -760,7 +800,8 @@ def main() -> None:
     frames = sum(len(f) for f in captured)
     print(
         f"\nLoad: {TURNS} turns x {EVENTS} events, {len(PLAN)} ticks of {TICK_EVENTS} events"
-        f" ({TURNS * EVENTS / frames:.2f} events per frame); median of {rounds} rounds."
+        f" {WINDOW * 1e3:g} ms apart ({TURNS * EVENTS / frames:.2f} events per frame);"
+        f" median of {rounds} rounds."
     )
     print(
         f"Read: {READ_STREAMS} streams of {READ_EVENTS} events paced at {READ_RATE:g} events/s"

@@ -158,6 +158,10 @@ class Turn(models.Model):
 
     objects = TurnQuerySet.as_manager()
 
+    # Not a field: the month's usage warning a finish gave this turn (chats.usage.records), which
+    # its card shows. A class default: a card's lookup of a missing attribute costs a dir().
+    usage_warning = ""
+
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["chat", "parent"])]

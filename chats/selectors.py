@@ -211,7 +211,13 @@ def chat_branch(*, chat: Chat, tree: Tree | None = None) -> list[BranchTurn]:
 
 def branch_turn(*, turn: Turn) -> BranchTurn:
     """Return one turn with its siblings, for rendering a single card."""
-    return BranchTurn.among(turn, _ids(turn_versions(turns=[turn])[turn.pk]))
+    return branch_turns(turns=[turn])[0]
+
+
+def branch_turns(*, turns: Collection[Turn]) -> list[BranchTurn]:
+    """Return each turn with its siblings, in order, in one query: cards rendered together."""
+    versions = turn_versions(turns=turns)
+    return [BranchTurn.among(turn, _ids(versions[turn.pk])) for turn in turns]
 
 
 def _ids(turns: list[Turn]) -> list[int]:

@@ -370,9 +370,8 @@ def turn_finish_many(ends: list[TurnEnd]) -> list[Turn | None]:
     """Store the answers, citations and outcomes of turns that ended together, in one
     transaction and the queries of one.
 
-    Returns, in the order of `ends`, each stored turn, or None for a turn already finished (by
-    a sweeper that thought its run dead) or gone. A stored turn's `pages_to_check` says whether
-    it cites pages without passages, which `chats.verify.check` then reads.
+    Returns, in the order of `ends`, each stored turn (its chat loaded), or None for a turn
+    already finished (by a sweeper that thought its run dead) or gone.
     """
     # Citations, HTML and charts are rendered before (`TurnEnd.rendered`), outside the
     # transaction: on SQLite it holds the one write lock, which the event log's writer waits for.
@@ -399,8 +398,6 @@ def _store_ends(ends: list[TurnEnd]) -> list[Turn | None]:
     now = timezone.now()
     changed_chats = {}
     for turn, end, rendered in finishing:
-        # Not a field: tells the run to read the pages the answer cites (chats/verify/).
-        turn.pages_to_check = bool(rendered.cited.pages)
         transcript = end.transcript
         turn.chat = chat = chats[turn.chat_id]
         for name in _COPIED_FROM_END:

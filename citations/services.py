@@ -158,23 +158,31 @@ def _page(pages: Mapping[str, PageRead], ref: ResolvedReference) -> Any:
     return data
 
 
-@transaction.atomic
-def citations_store_pages(*, turn_id: int, cited: CitedAnswer) -> None:
+@transaction.atomic(savepoint=False)
+def citations_store_pages_for_turns(turns: Sequence[tuple[int, CitedAnswer]]) -> None:
     """Store the passages taken from cited pages, what happened to each page and the claims'
-    checks again, on the turn's stored references (`citations.pages.with_pages`)."""
-    checks = _checks(cited)
-    ids = dict(Reference.objects.filter(turn_id=turn_id).values_list("position", "pk"))
+    checks again, on the stored references of each turn (`citations.pages.with_pages`), in one
+    query and one statement whatever the number of turns."""
+    ids = {
+        (turn_id, position): pk
+        for turn_id, position, pk in Reference.objects.filter(
+            turn_id__in=[turn_id for turn_id, _ in turns]
+        ).values_list("turn_id", "position", "pk")
+    }
     fields = [Reference._meta.get_field(name) for name in ("passages", "claim_check", "page")]
     rows = []
-    for ref in cited.references:
-        if ref.position not in ids:
-            continue
-        check = checks.get(ref.marker_offset) if ref.marker_offset is not None else None
-        values = (_passages(ref), check, _page(cited.pages, ref))
-        rows.append(
-            [f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)]
-            + [ids[ref.position]]
-        )
+    for turn_id, cited in turns:
+        checks = _checks(cited)
+        for ref in cited.references:
+            pk = ids.get((turn_id, ref.position))
+            if pk is None:
+                continue
+            check = checks.get(ref.marker_offset) if ref.marker_offset is not None else None
+            values = (_passages(ref), check, _page(cited.pages, ref))
+            rows.append(
+                [f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)]
+                + [pk]
+            )
     # One statement run for each row: bulk_update's CASE per field and row cost 3x the CPU.
     columns = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
     with connection.cursor() as cursor:

@@ -73,7 +73,7 @@ async def asked_turn_stream(
         turn = await ask()
     except BaseException:
         await relay.leave(chat_id, outbox)
-        await on_database_thread(socket_close, channel_name=slot)
+        await socket_close(slot)
         raise
     return _response(TurnEvents(turn, 0, token.pk, slot, following=outbox))
 
@@ -227,7 +227,7 @@ class TurnEvents:
             self.keepalive.cancel()
         await get_relay().leave(self.chat_id, self.outbox)
         get_socket_leases().release(self.slot)
-        await on_database_thread(socket_close, channel_name=self.slot)
+        await socket_close(self.slot)
 
     def _keep_alive(self) -> None:
         """Put a keep-alive in the outbox KEEPALIVE_SECONDS from now."""

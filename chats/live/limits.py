@@ -31,6 +31,7 @@ from django.utils import timezone
 from chats.live.protocol import publish, session_end, user_group
 from chats.locks import lock_users
 from chats.log_context import shared_task
+from chats.loop.batches import DatabaseBatches
 from chats.loop.per_loop import PerLoop
 from chats.models import OpenSocket
 
@@ -58,8 +59,23 @@ def socket_open(*, user_id: int, channel_name: str, limit: int) -> bool:
     return True
 
 
-def socket_close(*, channel_name: str) -> None:
-    OpenSocket.objects.filter(channel_name=channel_name).delete()
+def sockets_close(*, channel_names: list[str]) -> None:
+    OpenSocket.objects.filter(channel_name__in=channel_names).delete()
+
+
+def _close_batch(channel_names: list[str]) -> list[None]:
+    sockets_close(channel_names=channel_names)
+    return [None] * len(channel_names)
+
+
+# Sockets closing together (the pages of a burst of answers, a restart's reconnects) are
+# forgotten in one trip to the database thread, not one each.
+_socket_closes = PerLoop(lambda: DatabaseBatches(_close_batch, name="socket closes"))
+
+
+async def socket_close(channel_name: str) -> None:
+    """Forget an open socket of its user: it no longer counts against WS_MAX_SOCKETS_PER_USER."""
+    await _socket_closes().submit(channel_name)
 
 
 def socket_renew_leases(*, channel_names: list[str]) -> None:

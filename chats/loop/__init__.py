@@ -4,7 +4,9 @@
 - `ticks`: the loop's clock; paced agent streams are read, and the event log flushes, at its
   ticks, in a window that widens under load.
 - `batches`: work that waits for the one database thread and goes in one trip (asks, finishes,
-  the search index).
+  page checks, sockets closing); background batches wait for the others' burst to end.
+- `cpu_thread`: the one thread for CPU work kept off the loop and the database thread (long
+  answers, charts, page checks), work someone waits for first.
 
 It imports nothing else of `chats`, so the edge (`chats.agent`) and the live layer can both use
 it.

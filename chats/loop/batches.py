@@ -8,6 +8,12 @@ to the database together"). Here the items waiting when the thread comes free go
 one transaction: the first item of a quiet moment goes at once, the rest of a burst follow it
 together.
 
+Work someone waits for (an answer to show, a question to start) goes first: a batch of work that
+can wait (`background=True`: storing the figure checks of answers already shown) waits until no
+other batch of the loop has items waiting or on the database thread, for up to
+`BACKGROUND_WAIT` seconds, so a burst of checks does not sit between the finishes of the burst
+that caused it, nor wait for ever behind a busy site.
+
 One item's failure stays its own: when the database refuses a batch for what it holds, each of
 its items is tried again alone. When the database itself is failing (down, locked past its
 timeout), the batch fails whole at once: fifty more attempts, one after another on the one
@@ -17,7 +23,9 @@ database thread, would only hold up everything else waiting for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -25,6 +33,7 @@ from channels.db import database_sync_to_async
 from django.db import InterfaceError, OperationalError
 
 from chats.log_context import shared_task
+from chats.loop.per_loop import PerLoop
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +46,53 @@ MAX_BATCH = 50
 
 # Errors of the database rather than of the items: trying each item alone would fail as well.
 DATABASE_FAILING = (OperationalError, InterfaceError)
+
+# The longest a background batch waits for the others to be done, each trip; and how long the
+# foreground must have had nothing new before it counts as done (the gaps within a burst of
+# finishes are shorter).
+BACKGROUND_WAIT = 2.0
+FOREGROUND_SETTLE = 0.1
+
+
+class _Foreground:
+    """How many items of this loop's foreground batches wait for or are on the database thread
+    (`quiet` is set when none), and when the last was submitted."""
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.quiet = asyncio.Event()
+        self.quiet.set()
+        self.submitted_at = -math.inf  # on the loop's clock
+
+    def add(self, count: int) -> None:
+        self.items += count
+        if count > 0:
+            self.submitted_at = asyncio.get_running_loop().time()
+        if self.items:
+            self.quiet.clear()
+        else:
+            self.quiet.set()
+
+
+_foreground = PerLoop(_Foreground)
+
+
+async def foreground_done(longest: float = BACKGROUND_WAIT) -> None:
+    """Return once no foreground batch of this loop has had items for FOREGROUND_SETTLE seconds
+    (at once if none has had any for that long), or after `longest` seconds: work that can wait
+    goes after a burst of asks or finishes, not between its batches."""
+    foreground = _foreground()
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + longest
+    while True:
+        if not foreground.quiet.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(foreground.quiet.wait(), give_up - loop.time())
+        settled = foreground.submitted_at + FOREGROUND_SETTLE
+        now = loop.time()
+        if now >= min(settled, give_up):
+            return
+        await asyncio.sleep(min(settled, give_up) - now)
 
 
 class DatabaseBatches(Generic[Item, Result]):
@@ -55,10 +111,12 @@ class DatabaseBatches(Generic[Item, Result]):
         *,
         name: str,
         then: Callable[[list[Result]], Awaitable[None]] | None = None,
+        background: bool = False,
     ) -> None:
         self.run_batch = run_batch
         self.name = name
         self.then = then
+        self.background = background
         self._waiting: list[tuple[Item, asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
         self._follow_ups: set[asyncio.Task] = set()
@@ -72,6 +130,8 @@ class DatabaseBatches(Generic[Item, Result]):
         """Wait for the item's batch; return its result or raise its exception."""
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((item, future))
+        if not self.background:
+            _foreground().add(1)
         if self._worker is None or self._worker.done():
             self._worker = shared_task(self._work(), name=f"{self.name}-batches")
         return await future
@@ -84,7 +144,10 @@ class DatabaseBatches(Generic[Item, Result]):
         await asyncio.gather(*self._follow_ups, return_exceptions=True)
 
     async def _work(self) -> None:
+        foreground = _foreground()  # this loop's, counted as the trips go
         while self._waiting:
+            if self.background:
+                await foreground_done()
             batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
             items = [item for item, _ in batch]
             try:
@@ -92,6 +155,9 @@ class DatabaseBatches(Generic[Item, Result]):
             except Exception as error:  # a bug: _in_one_trip gives every failure to its item
                 logger.exception("A batch of %d %s items failed", len(items), self.name)
                 outcomes = [error] * len(items)
+            finally:
+                if not self.background:
+                    foreground.add(-len(items))
             follow_up = asyncio.create_task(self._follow_up(batch, outcomes))
             self._follow_ups.add(follow_up)
             follow_up.add_done_callback(self._follow_ups.discard)

@@ -110,8 +110,13 @@ class Ticks:
             if not waiter.done():  # a cancelled waiter's future is done, and not counted
                 waiter.set_result(None)
                 woken += 1
-        load = woken / QUIET_STREAMS  # the paced streams, and the event log's flusher
-        self.window = min(self.longest, max(self.interval, self.interval * load))
+        self.window = widened(self.interval, self.longest, woken)
+
+
+def widened(interval: float, longest: float, waiters: int) -> float:
+    """The window after a tick that woke `waiters` (the paced streams and the event log's
+    flusher): `interval`, widened in proportion past QUIET_STREAMS, up to `longest`."""
+    return min(max(interval, longest), max(interval, interval * waiters / QUIET_STREAMS))
 
 
 def _call_all(callbacks: list[Callable[[], None]]) -> None:

@@ -163,7 +163,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await asyncio.gather(self.writer, return_exceptions=True)
         if self.counted:
             get_socket_leases().release(self.channel_name)
-            await database_sync_to_async(socket_close)(channel_name=self.channel_name)
+            await socket_close(self.channel_name)
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 

@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from chats.live.fragments import fragments
 from chats.live.protocol import CardKind, TurnCardFrame, publish_to_chats, turn_card
 from chats.models import Turn
-from chats.selectors import BranchTurn, branch_turn
+from chats.selectors import BranchTurn, branch_turn, branch_turns
 
 logger = logging.getLogger(__name__)
 
@@ -48,32 +48,49 @@ async def turn_frame(kind: CardKind, turn: Turn) -> TurnCardFrame:
     return await database_sync_to_async(turn_card_frame)(kind, turn)
 
 
+def rendered_cards(kind: CardKind, turns: list[Turn]) -> list[TurnCardFrame | None]:
+    """Each turn's card frame, its siblings read for all of them in one query; None for a card
+    that could not be rendered (database thread)."""
+    try:
+        items: list[BranchTurn | None] = list(branch_turns(turns=turns))
+    except Exception:  # each card reads its own siblings
+        logger.exception("Reading the versions of %d turns failed", len(turns))
+        items = [None] * len(turns)
+    return [rendered_or_none(turn, kind, item) for turn, item in zip(turns, items, strict=True)]
+
+
 async def publish_turn_cards(
     kind: CardKind, cards: list[tuple[Turn, TurnCardFrame | None]]
 ) -> None:
     """Announce these turns' cards to their chats' pages in one publish (one round trip to
-    Redis). A card not rendered yet is rendered now; one that cannot be is left out, and its
-    pages show the turn when they next sync."""
-    frames = []
-    for turn, frame in cards:
-        if frame is None:
-            try:
-                frame = await turn_frame(kind, turn)
-            except Exception:
-                logger.exception("Rendering the card of turn %s failed", turn.pk)
-                continue
-        frames.append((turn.chat_id, frame))
-    if frames:
-        await publish_to_chats(frames)
+    Redis). The cards not rendered yet are rendered now, together; one that cannot be is left
+    out, and its pages show the turn when they next sync."""
+    missing = [turn for turn, frame in cards if frame is None]
+    rendered = {}
+    if missing:
+        try:
+            frames = await database_sync_to_async(rendered_cards)(kind, missing)
+        except Exception:  # the database thread is away: the pages sync
+            logger.exception("Rendering the cards of %d turns failed", len(missing))
+            frames = [None] * len(missing)
+        rendered = {id(turn): frame for turn, frame in zip(missing, frames, strict=True)}
+    published = [
+        (turn.chat_id, frame)
+        for turn, given in cards
+        if (frame := given or rendered.get(id(turn))) is not None
+    ]
+    if published:
+        await publish_to_chats(published)
 
 
 async def publish_turn_started(turn: Turn) -> None:
     await publish_turn_cards("turn.started", [(turn, None)])
 
 
-async def publish_turn_checked(turn: Turn) -> None:
-    """The turn's cited pages were read and stored (chats.verify): its pages get the new card."""
-    await publish_turn_cards("turn.checked", [(turn, None)])
+async def publish_turns_checked(turns: list[Turn]) -> None:
+    """These turns' cited pages were read and stored (chats.verify): their pages get the new
+    cards, in one publish."""
+    await publish_turn_cards("turn.checked", [(turn, None) for turn in turns])
 
 
 def rendered_or_none(turn: Turn, kind: CardKind, item: BranchTurn | None) -> TurnCardFrame | None:

@@ -16,13 +16,31 @@ from chats.live.protocol import TurnCardFrame
 from chats.loop.batches import DatabaseBatches
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
-from chats.run.cards import publish_turn_cards, publish_turn_checked, rendered_or_none
+from chats.run.cards import publish_turn_cards, publish_turns_checked, rendered_or_none
 from chats.run.rendering import turn_end
 from chats.selectors import BranchTurn, turn_logged_events, turn_orphan_ids
 from chats.services import TurnEnd, turn_fail_unsaved, turn_finish_many
-from chats.verify.check import start_source_checks
+from chats.verify.check import PagesToCheck, start_source_checks
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a run ended, and its turn's siblings if the run knew them (for its final card)."""
+
+    end: TurnEnd
+    siblings: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A finish as stored: the turn (None: it was finished already), its final card (None: not
+    rendered) and its pages to read (None: it cites none without a passage)."""
+
+    turn: Turn | None
+    card: TurnCardFrame | None = None
+    to_check: PagesToCheck | None = None
 
 
 async def fail_unfinishable(turn_id: int, error: str) -> Turn | None:
@@ -49,14 +67,21 @@ def finish_turn(
     A run indexes its chat for search itself, batched with others, once the page has its answer
     (`index_for_search=False`; chats.library.search.SearchIndexQueue).
     """
-    end = turn_end(turn_id, transcript, status, error=error, error_kind=error_kind)
+    stored = _finish_one(turn_id, transcript, status, error=error, error_kind=error_kind)
+    if stored.turn is not None and index_for_search:
+        chat_search_index_update(chat_id=stored.turn.chat_id)  # searchable once it is stored
+    return stored.turn
+
+
+def _finish_one(turn_id: int, transcript: Transcript, status: str, **outcome: str) -> Stored:
+    """The turn finished and stored as `finish_turn` does, with its pages to read; its card is
+    rendered when it is announced."""
+    end = turn_end(turn_id, transcript, status, **outcome)
     (turn,) = turn_finish_many([end])
-    if turn is not None and index_for_search:
-        chat_search_index_update(chat_id=turn.chat_id)  # searchable once it is stored
-    return turn
+    return Stored(turn, None, _pages_to_check(turn, end))
 
 
-def finish_orphans() -> list[Turn]:
+def finish_orphans() -> list[Stored]:
     """Finish streaming turns whose run stopped renewing its lease; keep their partial answers.
 
     Each turn on its own: one that cannot be finished is marked failed, and one that cannot
@@ -66,44 +91,33 @@ def finish_orphans() -> list[Turn]:
     finished = []
     for turn_id in turn_orphan_ids():
         try:
-            turn = finish_turn(
-                turn_id=turn_id,
-                transcript=Transcript.from_log(turn_logged_events(turn_id=turn_id)),
-                status=Turn.Status.INTERRUPTED,
+            stored = _finish_one(
+                turn_id,
+                Transcript.from_log(turn_logged_events(turn_id=turn_id)),
+                Turn.Status.INTERRUPTED,
                 error="The server stopped while this answer was being written. Retry to ask again.",
                 error_kind=Turn.ErrorKind.SERVER,
-                index_for_search=False,
             )
         except Exception as error:
             logger.exception("Could not finish orphaned turn %s; marking it failed", turn_id)
             try:
-                turn = turn_fail_unsaved(
-                    turn_id=turn_id,
-                    error=(
-                        "The server stopped while this answer was being written, and what"
-                        f" arrived could not be saved ({type(error).__name__})."
-                        " Retry to ask again."
-                    ),
+                stored = Stored(
+                    turn_fail_unsaved(
+                        turn_id=turn_id,
+                        error=(
+                            "The server stopped while this answer was being written, and what"
+                            f" arrived could not be saved ({type(error).__name__})."
+                            " Retry to ask again."
+                        ),
+                    )
                 )
             except Exception:
                 logger.exception("Could not mark orphaned turn %s failed either", turn_id)
                 continue
-        if turn is not None:
-            logger.warning("Finished orphaned turn %s as %s", turn_id, turn.status)
-            finished.append(turn)
+        if stored.turn is not None:
+            logger.warning("Finished orphaned turn %s as %s", turn_id, stored.turn.status)
+            finished.append(stored)
     return finished
-
-
-@dataclass(frozen=True)
-class Finish:
-    """How a run ended, and its turn's siblings if the run knew them (for its final card)."""
-
-    end: TurnEnd
-    siblings: list[int] | None = None
-
-
-# The stored turn (None: it was finished already) and its final card (None: not rendered).
-Stored = tuple[Turn | None, TurnCardFrame | None]
 
 
 def store_finishes(finishes: list[Finish]) -> list[Stored]:
@@ -120,7 +134,18 @@ def store_finishes(finishes: list[Finish]) -> list[Stored]:
 
 
 def _stored(turn: Turn | None, finish: Finish) -> Stored:
-    return (turn, None) if turn is None else (turn, _final_card(turn, finish))
+    if turn is None:
+        return Stored(None)
+    return Stored(turn, _final_card(turn, finish), _pages_to_check(turn, finish.end))
+
+
+def _pages_to_check(turn: Turn | None, end: TurnEnd) -> PagesToCheck | None:
+    """The stored turn's cited pages to read, with its cited answer as stored (the check reads
+    nothing back); None when it cites none without a passage."""
+    cited = end.rendered.cited
+    if turn is None or not any(read.pending for read in cited.pages.values()):
+        return None
+    return PagesToCheck(turn, cited)
 
 
 def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
@@ -134,15 +159,16 @@ def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:
 async def announce_finished(batch: list[Stored]) -> None:
     """Send the stored turns' final cards to their chats' pages in one publish; queue their
     chats for search."""
-    stored = [(turn, frame) for turn, frame in batch if turn is not None]
+    stored = [(item.turn, item.card) for item in batch if item.turn is not None]
     try:
         await publish_turn_cards("turn.finished", stored)
     except Exception:  # stored all the same: pages that sync see them
         logger.exception("Announcing the end of %d turns failed", len(stored))
     for turn, _ in stored:
         get_search_index_queue().add(turn.chat_id)
-    to_check = [turn.pk for turn, _ in stored if getattr(turn, "pages_to_check", False)]
-    start_source_checks(to_check, publish_turn_checked)
+    start_source_checks(
+        [item.to_check for item in batch if item.to_check is not None], publish_turns_checked
+    )
 
 
 # This event loop's ending turns: answers that end together are stored in one trip (and one

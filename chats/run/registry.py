@@ -141,8 +141,7 @@ class RunRegistry:
 async def sweep_orphans() -> None:
     """End the turns of dead processes; announced, indexed and checked as any finished turn
     (the search queue's catch-up passes leave chats alone while they stream)."""
-    turns = await database_sync_to_async(finish_orphans)()
-    await announce_finished([(turn, None) for turn in turns])
+    await announce_finished(await database_sync_to_async(finish_orphans)())
 
 
 async def run_ended(turn_id: int) -> None:

@@ -7,20 +7,13 @@ is the page layer's (`chats.live.fragments`).
 
 A chart is sanitised (`chats.answer.charts.safe_chart_event`) and its live HTML rendered as it
 arrives; a finished answer's citations, HTML and chart placement are computed before the finish
-is queued for the database (`chats.loop.batches`). That work is CPU only and grows with the
-input: on the event loop it would hold up every stream's frames (300 charts arriving together
-took 0.6 s), and on the database thread every ask and finish queued behind it. Here it runs one
-piece at a time, so a heavy answer delays only itself. The thread still shares the GIL, which
-Python hands back to the event loop every switch interval (`GIL_SWITCH_INTERVAL`,
-researchsite/asgi.py).
+is queued for the database (`chats.loop.batches`), both on the process's CPU thread
+(`chats.loop.cpu_thread`: not the event loop, not the database thread).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import functools
-from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
@@ -28,20 +21,29 @@ from chats.agent.events import ChartEvent
 from chats.agent.transcript import Transcript
 from chats.answer.charts import chart_for_turn, charts_for_turn
 from chats.live.fragments import fragments
+from chats.loop.cpu_thread import on_cpu_thread
 from chats.run.storable import StorableEvent, storable_event
 from chats.services import RenderedEnd, TurnEnd
 from citations.pages import with_pending_pages
 from citations.render_html import render_html
 from citations.services import citations_resolve
 
-_render_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-render")
+# A short answer without charts is rendered on the event loop: it costs ~0.4 ms, less than a
+# trip to the CPU thread and back, which waits for the GIL behind the loop at every switch
+# interval (200 answers ending together waited up to 0.3 s for the thread).
+INLINE_ANSWER_CHARS = 8_000
+INLINE_CITATIONS = 64
 
 
 async def ended(turn_id: int, transcript: Transcript, status: str, **outcome: str | int) -> TurnEnd:
-    """How the run ended (`turn_end`), its answer rendered off the event loop."""
-    loop = asyncio.get_running_loop()
-    end = functools.partial(turn_end, turn_id, transcript, status, **outcome)
-    return await loop.run_in_executor(_render_thread, end)
+    """How the run ended (`turn_end`), a long answer rendered off the event loop."""
+    if (
+        not transcript.charts
+        and len(transcript.citations) <= INLINE_CITATIONS
+        and len(transcript.answer) <= INLINE_ANSWER_CHARS
+    ):
+        return turn_end(turn_id, transcript, status, **outcome)
+    return await on_cpu_thread(turn_end, turn_id, transcript, status, **outcome)
 
 
 def turn_end(turn_id: int, transcript: Transcript, status: str, **outcome: str | int) -> TurnEnd:
@@ -69,8 +71,7 @@ def render_answer(turn_id: int, transcript: Transcript) -> RenderedEnd:
 
 async def arrived_chart(event: ChartEvent) -> StorableEvent:
     """The chart as the log stores it (`storable_event`) with its live HTML, off the loop."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_render_thread, _arrive, event)
+    return await on_cpu_thread(_arrive, event)
 
 
 def _arrive(event: ChartEvent) -> StorableEvent:

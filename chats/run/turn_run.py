@@ -26,7 +26,13 @@ from chats.live.event_log import EventLog, get_event_log
 from chats.live.protocol import publish_to_chat, turn_notice
 from chats.metrics import TURNS_FINISHED, UPSTREAM_ERRORS
 from chats.models import Turn
-from chats.run.finishes import Finish, announce_finished, fail_unfinishable, get_finish_batches
+from chats.run.finishes import (
+    Finish,
+    Stored,
+    announce_finished,
+    fail_unfinishable,
+    get_finish_batches,
+)
 from chats.run.rendering import arrived_chart, ended
 from chats.run.storable import storable_event
 
@@ -239,7 +245,7 @@ class TurnRun:
         `stream`: what the agent's stream said besides its events (None: it never opened)."""
         self.finishing = True
         log = get_event_log()
-        await log.flush()  # every event is logged and relayed before the final frame
+        await log.flushed()  # every event is logged and relayed before the final frame
         failure = log.failure(self.turn_id) or self.write_failure
         log.forget(self.turn_id)
         if failure is not None:
@@ -268,7 +274,7 @@ class TurnRun:
                 or f"This answer could not be saved ({type(finish_error).__name__})."
                 " Retry to ask again.",
             )
-            await announce_finished([(turn, None)])
+            await announce_finished([Stored(turn)])
 
     async def _notice_retry(self, message: str, delay: float) -> None:
         if self._deadline is not None:  # waiting out a retry is not the agent falling silent

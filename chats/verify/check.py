@@ -2,11 +2,17 @@
 
 A turn that cites web pages without passages finishes with those pages marked as being read
 (`citations.pages.with_pending_pages`: its summary says "Checking 3 sources…"). Its run then
-starts `check_turn_sources` as a task of the process: the pages come from the cache
-(`citations.SourcePage`, fresh for SOURCE_FETCH_MAX_AGE_HOURS) or are fetched
-(`chats.verify.fetch`), the best passage of each page is chosen for each claim and the figures
-checked again (`citations.pages.with_pages`), the references and the cited HTML are stored, and
-the turn is handed back to the run, which sends its pages the new card (a `turn.checked` frame).
+starts `check_turn_sources` as a task of the process, handing it the stored turn and its cited
+answer (`PagesToCheck`): the pages come from the cache (`citations.SourcePage`, fresh for
+SOURCE_FETCH_MAX_AGE_HOURS) or are fetched (`chats.verify.fetch`), the best passage of each page
+is chosen for each claim and the figures checked again (`citations.pages.with_pages`), the
+references and the cited HTML are stored, and the turn is handed back to the run, which sends
+its pages the new card (a `turn.checked` frame).
+
+Answers that end together start their checks together: their cache lookups go to the database
+in one trip, their results in another, and their cards in one publish, as finishes do
+(`chats.loop.batches`); checking and rendering an answer again runs on the CPU thread
+(`chats.loop.cpu_thread`), so a burst of checks holds up no finish queued for the database.
 
 Bounded and fair: a turn reads at most SOURCE_FETCH_MAX_PAGES_PER_TURN pages (the first cited;
 the rest are "not read: over the limit of 20 pages a turn"); a process fetches at most
@@ -23,6 +29,7 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 
 from channels.db import database_sync_to_async
@@ -30,8 +37,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from chats.loop.batches import DatabaseBatches, foreground_done
+from chats.loop.cpu_thread import on_cpu_thread
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
+from chats.row_updates import update_rows
 from chats.verify.fetch import FetchedPage, PageFetcher
 from citations.models import SourcePage
 from citations.pages import with_pages
@@ -39,12 +49,13 @@ from citations.references import PageRead
 from citations.render_html import render_html
 from citations.resolve import CitedAnswer
 from citations.selectors import cited_answer_for_turn, source_pages_fresh
-from citations.services import citations_store_pages, source_page_save
+from citations.services import citations_store_pages_for_turns, source_page_save
 
 logger = logging.getLogger(__name__)
 
-# Told of each turn whose pages were read (or given up on) and stored: the run announces its card.
-OnChecked = Callable[[Turn], Awaitable[None]]
+# Told of the turns whose pages were read (or given up on) and stored together: the run announces
+# their cards.
+OnChecked = Callable[[list[Turn]], Awaitable[None]]
 
 MAX_CONCURRENT = 16  # pages fetched (and read) at once by a process
 MAX_PER_USER = 4  # of which for one user
@@ -134,15 +145,37 @@ class _Checks:
 _checks = PerLoop(_Checks)
 
 
-def start_source_checks(turn_ids: Iterable[int], on_checked: OnChecked) -> None:
+@dataclass(frozen=True)
+class PagesToCheck:
+    """A stored turn whose answer cites pages still to read, with its cited answer as stored:
+    what the run that finished it holds, so the check reads neither back."""
+
+    turn: Turn  # its chat loaded: the owner's share of the fetch slots
+    cited: CitedAnswer
+
+    @property
+    def pending(self) -> dict[str, str]:
+        """The URL of each page still to read, by source key."""
+        return {key: read.url for key, read in self.cited.pages.items() if read.pending}
+
+
+def start_source_checks(checks: Iterable[PagesToCheck], on_checked: OnChecked) -> None:
     """Check each turn's cited pages in the background; once its reads are stored, the turn
-    goes to `on_checked`."""
-    checks = _checks()
-    for turn_id in turn_ids:
-        check = _check_safely(turn_id, on_checked)
-        task = asyncio.create_task(check, name=f"source-check-{turn_id}")
-        checks.tasks.add(task)
-        task.add_done_callback(checks.tasks.discard)
+    goes to `on_checked`, with the others stored in the same trip."""
+    tasks = _checks().tasks
+    for check in checks:
+        task = asyncio.create_task(
+            _check_safely(check, on_checked), name=f"source-check-{check.turn.pk}"
+        )
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+
+async def stored_pages_to_check(turn_id: int) -> PagesToCheck:
+    """The stored turn and its cited answer as its references say, for a check that no run
+    handed over."""
+    turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
+    return PagesToCheck(turn, cited)
 
 
 async def wait_for_source_checks() -> None:
@@ -157,71 +190,52 @@ async def stop_source_checks() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await get_checked_batches().close()  # what they stored is handed back
 
 
-async def _check_safely(turn_id: int, on_checked: OnChecked) -> None:
+async def _check_safely(check: PagesToCheck, on_checked: OnChecked) -> None:
+    turn_id = check.turn.pk
     try:
-        turn = await check_turn_sources(turn_id)
-    except Turn.DoesNotExist:
-        return  # deleted (with its chat) while its pages were read: nothing to record
+        await check_turn_sources(check, on_checked)
     except asyncio.CancelledError:
         # A turn must not say "Checking 3 sources…" for ever: its pages count as unread.
-        await _store_unread(turn_id, "the server restarted before it was read", on_checked)
+        await _store_unread(check, "the server restarted before it was read", on_checked)
         raise
     except Exception:
         logger.exception("Checking the cited pages of turn %s failed", turn_id)
-        await _store_unread(turn_id, "the check failed on our side", on_checked)
-        return
-    if turn is not None:
-        await _hand_back(turn, on_checked)
+        await _store_unread(check, "the check failed on our side", on_checked)
 
 
-async def _store_unread(turn_id: int, problem: str, on_checked: OnChecked) -> None:
+async def _store_unread(check: PagesToCheck, problem: str, on_checked: OnChecked) -> None:
+    reads = {key: PageRead(url=url, problem=problem) for key, url in check.pending.items()}
     try:
-        turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
-        reads = {
-            key: PageRead(url=read.url, problem=problem)
-            for key, read in cited.pages.items()
-            if read.pending
-        }
-        if not reads:
-            return
-        await database_sync_to_async(_store_checked)(turn, cited, reads)
+        await _store(check, reads, on_checked)
     except Exception:
-        logger.exception("Recording the unread pages of turn %s failed", turn_id)
-        return
-    await _hand_back(turn, on_checked)
+        logger.exception("Recording the unread pages of turn %s failed", check.turn.pk)
 
 
-async def _hand_back(turn: Turn, on_checked: OnChecked) -> None:
-    """Give the stored turn to the run; what it does with it (a card to send) is its own."""
-    try:
-        await on_checked(turn)
-    except Exception:  # the result is stored: pages that sync show it
-        logger.exception("Handing back the checked turn %s failed", turn.pk)
-
-
-async def check_turn_sources(turn_id: int) -> Turn | None:
+async def check_turn_sources(
+    check: PagesToCheck, on_checked: OnChecked | None = None
+) -> Turn | None:
     """Read the turn's pending pages, check its claims against them and store the result;
-    return the turn with its new cited HTML, or None if no page was pending."""
-    turn, cited = await database_sync_to_async(_turn_and_answer)(turn_id)
-    pending = {key: read.url for key, read in cited.pages.items() if read.pending}
+    return the turn with its new cited HTML (None if no page was pending, or the turn is gone),
+    once `on_checked` has it."""
+    pending = check.pending
     if not pending:
         return None
     limit = settings.SOURCE_FETCH_MAX_PAGES_PER_TURN
-    order = {source.key: source.number for source in cited.sources}
+    order = {source.key: source.number for source in check.cited.sources}
     keys = sorted(pending, key=lambda key: order.get(key, len(order)))
     urls = list(dict.fromkeys(pending[key] for key in keys))
     wanted, over = urls[:limit], set(urls[limit:])
-    pages = await _pages(wanted, user=turn.chat.owner_id)
+    pages = await _pages(wanted, user=check.turn.chat.owner_id)
     reads = {
         key: PageRead(url=url, problem=f"over the limit of {limit} pages a turn")
         if url in over
         else _page_read(pages[url])
         for key, url in pending.items()
     }
-    await database_sync_to_async(_store_checked)(turn, cited, reads)
-    return turn
+    return await _store(check, reads, on_checked)
 
 
 def _turn_and_answer(turn_id: int) -> tuple[Turn, CitedAnswer]:
@@ -232,8 +246,7 @@ def _turn_and_answer(turn_id: int) -> tuple[Turn, CitedAnswer]:
 async def _pages(urls: list[str], *, user: object) -> dict[str, SourcePage]:
     """Each URL's page: from the cache when fresh, else fetched now (once per URL per loop, in
     `user`'s share of the fetch slots)."""
-    max_age = timedelta(hours=settings.SOURCE_FETCH_MAX_AGE_HOURS)
-    pages = await database_sync_to_async(source_pages_fresh)(urls=urls, max_age=max_age)
+    pages = await get_fresh_page_batches().submit(urls)
     missing = [url for url in urls if url not in pages]
     if not missing:
         return pages
@@ -311,10 +324,84 @@ def _page_read(page: SourcePage) -> PageRead:
     )
 
 
-def _store_checked(turn: Turn, cited: CitedAnswer, reads: dict[str, PageRead]) -> None:
-    """Store the checked claims and the new cited HTML (on `turn` too)."""
+def _fresh_pages_of_many(url_lists: list[list[str]]) -> list[dict[str, SourcePage]]:
+    """The cached pages of each list of URLs, in one query for all (database thread)."""
+    max_age = timedelta(hours=settings.SOURCE_FETCH_MAX_AGE_HOURS)
+    fresh = source_pages_fresh(
+        urls=list({url for urls in url_lists for url in urls}), max_age=max_age
+    )
+    return [{url: fresh[url] for url in urls if url in fresh} for urls in url_lists]
+
+
+# The cache lookups of checks that start together (answers that ended together): one query.
+get_fresh_page_batches = PerLoop(
+    lambda: DatabaseBatches(_fresh_pages_of_many, name="cited pages", background=True)
+)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A turn's checked answer and its new cited HTML, to store; who to hand the turn to."""
+
+    turn: Turn
+    cited: CitedAnswer
+    html: str
+    on_checked: OnChecked | None
+
+
+async def _store(
+    check: PagesToCheck, reads: dict[str, PageRead], on_checked: OnChecked | None
+) -> Turn | None:
+    """Check the claims against the pages read and render the answer again (CPU thread), then
+    store both with the checks that end together (database thread); None if the turn is gone."""
+    turn = check.turn
+    await foreground_done()  # answers being finished first: this one is shown already
+    checked, html = await on_cpu_thread(_checked_html, check.cited, reads, turn.pk, later=True)
+    stored = await get_checked_batches().submit(_Checked(turn, checked, html, on_checked))
+    return stored.turn if stored is not None else None
+
+
+def _checked_html(
+    cited: CitedAnswer, reads: dict[str, PageRead], turn_id: int
+) -> tuple[CitedAnswer, str]:
     checked = with_pages(cited, reads)
-    turn.answer_html = render_html(checked, doc_id=f"t{turn.pk}")
+    return checked, render_html(checked, doc_id=f"t{turn_id}")
+
+
+def _store_checked_many(items: list[_Checked]) -> list[_Checked | None]:
+    """Store the checked claims and the new cited HTML of each turn still there, in one
+    transaction (database thread)."""
     with transaction.atomic():
-        citations_store_pages(turn_id=turn.pk, cited=checked)
-        Turn.objects.filter(pk=turn.pk).update(answer_html=turn.answer_html)
+        present = set(
+            Turn.objects.filter(pk__in=[item.turn.pk for item in items])
+            .order_by()
+            .values_list("pk", flat=True)
+        )
+        stored = [item for item in items if item.turn.pk in present]
+        citations_store_pages_for_turns([(item.turn.pk, item.cited) for item in stored])
+        for item in stored:
+            item.turn.answer_html = item.html
+        update_rows([item.turn for item in stored], ["answer_html"])
+    return [item if item.turn.pk in present else None for item in items]
+
+
+async def _hand_back(stored: list[_Checked | None]) -> None:
+    """Give the stored turns to whoever started their checks, together: what it does with
+    them (cards to send) is its own."""
+    by_callback: dict[OnChecked, list[Turn]] = {}
+    for item in stored:
+        if item is not None and item.on_checked is not None:
+            by_callback.setdefault(item.on_checked, []).append(item.turn)
+    for on_checked, turns in by_callback.items():
+        try:
+            await on_checked(turns)
+        except Exception:  # the results are stored: pages that sync show them
+            logger.exception("Handing back %d checked turns failed", len(turns))
+
+
+# Checks whose pages were read together are stored in one trip, and handed back together.
+get_checked_batches = PerLoop(
+    lambda: DatabaseBatches(
+        _store_checked_many, name="checked pages", then=_hand_back, background=True
+    )
+)

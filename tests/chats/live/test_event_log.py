@@ -358,3 +358,38 @@ async def test_closing_the_log_writes_events_held_for_a_retry(user, monkeypatch)
     await log.close()
     assert [d["content"] for _, d in await stored(waiting)] == ["WAIT-FOR-IT"]
     assert log.failure(waiting.pk) is None
+
+
+async def test_runs_ending_in_one_window_are_written_together(user, other_user, monkeypatch):
+    """A run waits for its events to be stored before its final frame. The first run to end in
+    a window has them written at once; those ending later in the window are written by the
+    tick's flush, together, rather than in a write each."""
+    from chats.live import event_log
+
+    writes: list[int] = []
+    write = event_log._write
+
+    async def counted(batch: list[PendingEvent]) -> None:
+        writes.append(len(batch))
+        await write(batch)
+
+    monkeypatch.setattr(event_log, "_write", counted)
+    turns = [await make_turn(user), await make_turn(other_user), await make_turn(user)]
+    log = EventLog(Ticks(0.2))
+    log.append(turns[0].chat_id, turns[0].pk, 1, answer("a1"))
+    await log.flushed()
+    assert writes == [1]  # at once: a quiet site's answer does not wait for the tick
+
+    for turn, text in zip(turns[1:], ("b1", "c1"), strict=True):
+        log.append(turn.chat_id, turn.pk, 1, answer(text))
+    later = [asyncio.create_task(log.flushed()) for _ in turns[1:]]
+    await asyncio.sleep(0)
+    assert writes == [1] and not any(task.done() for task in later)
+
+    await asyncio.gather(*later)
+
+    assert writes == [1, 2]
+    assert [await stored_contents(turn) for turn in turns] == [["a1"], ["b1"], ["c1"]]
+    await log.flushed()  # nothing appended since: at once
+    assert writes == [1, 2]
+    await log.close()

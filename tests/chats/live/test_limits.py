@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chats.live.limits import FrameRate, socket_close, socket_open, socket_renew_leases
+from chats.live.limits import FrameRate, socket_open, socket_renew_leases, sockets_close
 from chats.models import OpenSocket
 
 
@@ -46,7 +46,7 @@ def test_socket_open_admits_up_to_the_limit_per_user(user, other_user):
     assert socket_open(user_id=user.pk, channel_name="b", limit=2)
     assert not socket_open(user_id=user.pk, channel_name="c", limit=2)
     assert socket_open(user_id=other_user.pk, channel_name="d", limit=2)
-    socket_close(channel_name="a")
+    sockets_close(channel_names=["a"])
     assert socket_open(user_id=user.pk, channel_name="c", limit=2)
     assert set(OpenSocket.objects.values_list("channel_name", flat=True)) == {"b", "c", "d"}
 
@@ -60,3 +60,24 @@ def test_lapsed_leases_do_not_count_and_renewed_ones_do(user):
     assert socket_open(user_id=user.pk, channel_name="new", limit=2)
     assert not socket_open(user_id=user.pk, channel_name="newer", limit=2)
     assert not OpenSocket.objects.filter(channel_name="dead").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_sockets_closing_together_are_forgotten_in_one_statement(user):
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    from chats.live.limits import socket_close
+    from tests.database_thread import database_thread_queries
+
+    for name in "abcde":
+        await sync_to_async(socket_open)(user_id=user.pk, channel_name=name, limit=10)
+
+    async def close_all() -> None:
+        await asyncio.gather(*(socket_close(name) for name in "abcd"))
+
+    queries = await database_thread_queries(close_all)
+
+    assert len([q for q in queries if q.startswith("DELETE")]) == 1
+    assert [s.channel_name async for s in OpenSocket.objects.all()] == ["e"]

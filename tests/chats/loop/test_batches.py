@@ -114,3 +114,40 @@ async def test_close_waits_for_what_was_submitted():
     assert batches.closed
     assert all(task.done() for task in pending)
     assert calls == [[0, 1, 2]]
+
+
+async def test_a_background_batch_waits_until_the_foreground_batches_are_done():
+    """Storing the checks of answers already shown waits while answers are being finished."""
+    import threading
+
+    order: list[str] = []
+    release = threading.Event()
+
+    def finishing(items: list[int]) -> list[int]:
+        release.wait(10)  # the database thread is busy with the finishes
+        order.append(f"finish {items}")
+        return items
+
+    def checking(items: list[int]) -> list[int]:
+        order.append(f"check {items}")
+        return items
+
+    finishes = DatabaseBatches(finishing, name="finish")
+    checks = DatabaseBatches(checking, name="check", background=True)
+    first = asyncio.create_task(finishes.submit(1))
+    await asyncio.sleep(0)  # its trip is on the database thread
+    later = asyncio.create_task(finishes.submit(2))  # waits for the next trip
+    check = asyncio.create_task(checks.submit(9))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    release.set()
+
+    assert await asyncio.gather(first, later, check) == [1, 2, 9]
+    assert order == ["finish [1]", "finish [2]", "check [9]"]
+
+
+async def test_a_background_batch_goes_alone_at_once():
+    calls: list[list[int]] = []
+    batches = DatabaseBatches(doubling(calls), name="test", background=True)
+    assert await batches.submit(4) == 8
+    assert calls == [[4]]

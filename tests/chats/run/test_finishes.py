@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from chats.agent.providers.bigdata import event_from_message
 from chats.agent.transcript import Transcript
 from chats.models import Chat, Turn
-from chats.run.finishes import Finish, get_finish_batches, store_finishes
+from chats.run.finishes import Finish, Stored, get_finish_batches, store_finishes
 from chats.run.rendering import turn_end
 from chats.services import turn_start
 from citations.models import Reference
@@ -74,7 +74,7 @@ async def test_an_answer_the_database_refuses_fails_alone_among_those_ending_wit
     )
     assert isinstance(outcomes[1], Exception)
     for index in (0, 2):
-        turn, card = outcomes[index]
+        turn, card = outcomes[index].turn, outcomes[index].card
         assert card is not None and card["type"] == "turn.finished"
         stored = await Turn.objects.aget(pk=turn.pk)
         assert (stored.status, stored.answer_text) == (Turn.Status.COMPLETE, texts[index])
@@ -93,7 +93,8 @@ def test_turns_ending_together_cost_the_queries_of_one(django_user_model):
         outcomes = store_finishes([finish_of(s, f"Answer {s.turn.pk} here.") for s in ten])
     # The turns' rows are one UPDATE, their chats' another, as for one turn.
     assert len(together.captured_queries) == len(alone.captured_queries)
-    for started, (turn, card) in zip(ten, outcomes, strict=True):
+    for started, stored in zip(ten, outcomes, strict=True):
+        turn, card = stored.turn, stored.card
         assert turn.pk == started.turn.pk
         assert turn.answer_text == f"Answer {turn.pk} here."
         assert f"turn-{turn.pk}" in card["html"]
@@ -105,7 +106,7 @@ def test_turns_ending_together_cost_the_queries_of_one(django_user_model):
 def test_a_turn_finished_already_is_left_as_it_is(django_user_model):
     (started,) = started_turns(django_user_model, 1)
     Turn.objects.filter(pk=started.turn.pk).update(status=Turn.Status.INTERRUPTED)
-    assert store_finishes([finish_of(started, "Late answer.")]) == [(None, None)]
+    assert store_finishes([finish_of(started, "Late answer.")]) == [Stored(None)]
     assert Turn.objects.get(pk=started.turn.pk).answer_text == ""
     assert not Reference.objects.exists()
 
@@ -124,6 +125,7 @@ def test_an_answer_with_code_and_lone_carriage_returns_is_stored(django_user_mod
     too; the code block's lines must be counted as it counts them."""
     (started,) = started_turns(django_user_model, 1)
     text = "Intro\r\r```\rx = 1\r```\rAfter"
-    ((turn, card),) = store_finishes([finish_of(started, text)])
+    (stored,) = store_finishes([finish_of(started, text)])
+    turn, card = stored.turn, stored.card
     assert (turn.answer_text, turn.status) == (text, Turn.Status.COMPLETE)
     assert card is not None and "x = 1" in turn.answer_html

@@ -18,6 +18,7 @@ from django.urls import reverse
 from chats.models import Turn
 from chats.services import chat_create
 from citations.models import Reference, SourcePage
+from tests.database_thread import database_thread_queries
 from tests.servers import serve_asgi
 from tests.standins.gemini import GeminiStandIn, grounded_answer, serving_as_gemini, stream
 from tests.standins.pages import (
@@ -156,7 +157,7 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
     """Any agent: a source that came without a passage gets the page's; the agent's own
     passages are kept as they are, and the two kinds say where they come from."""
     from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
-    from chats.verify.check import check_turn_sources
+    from chats.verify.check import check_turn_sources, stored_pages_to_check
     from citations.references import Citation, Passage, SourceDocument
 
     one, two = SENTENCES[0], SENTENCES[1]
@@ -184,7 +185,7 @@ async def test_a_research_agent_source_without_chunks_is_read_and_one_with_chunk
     )
     assert "Checking 1 source…" in finished.answer_html
 
-    await check_turn_sources(finished.pk)
+    await check_turn_sources(await stored_pages_to_check(finished.pk))
 
     await finished.arefresh_from_db()
     html = finished.answer_html
@@ -225,7 +226,7 @@ async def finished_turn(user, events: list) -> Turn:
     turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
     end = turn_end(turn.pk, Transcript.from_events(events), Turn.Status.COMPLETE)
     (finished,) = await database_sync_to_async(turn_finish_many)([end])
-    assert finished.pages_to_check
+    assert any(read.pending for read in end.rendered.cited.pages.values())
     return finished
 
 
@@ -248,21 +249,126 @@ async def finished_turn_citing(user, url: str) -> Turn:
 
 async def test_a_checked_turn_is_handed_to_the_caller_with_its_new_html(user, news):
     """The run announces the card: the check hands it the turn once the result is stored."""
-    from chats.verify.check import start_source_checks, wait_for_source_checks
+    from chats.verify.check import (
+        start_source_checks,
+        stored_pages_to_check,
+        wait_for_source_checks,
+    )
 
     turn = await finished_turn_citing(user, f"{news.url}/2026/11/acme-results")
     told: list[Turn] = []
 
-    async def on_checked(checked: Turn) -> None:
-        told.append(checked)
+    async def on_checked(checked: list[Turn]) -> None:
+        told.extend(checked)
 
-    start_source_checks([turn.pk], on_checked)
+    start_source_checks([await stored_pages_to_check(turn.pk)], on_checked)
     await wait_for_source_checks()
 
     (checked,) = told
     assert checked.pk == turn.pk
     assert "38% not found in its source" in checked.answer_html
     assert checked.answer_html == (await Turn.objects.aget(pk=turn.pk)).answer_html
+
+
+async def finished_check_citing(user, url: str):
+    """`finished_turn_citing`, with the cited answer its run would hand the check."""
+    from chats.agent.events import AnswerEvent, CompleteEvent, GroundingEvent
+    from chats.agent.transcript import Transcript
+    from chats.models import Chat
+    from chats.run.rendering import turn_end
+    from chats.services import turn_finish_many
+    from chats.verify.check import PagesToCheck
+    from citations.references import Citation, SourceDocument
+
+    claim = SENTENCES[1]
+    source = SourceDocument(key=f"url:{url}", type="WEB", name="news.example", url=url)
+    events = [
+        AnswerEvent(content=claim),
+        GroundingEvent(citations=(Citation(start=0, end=len(claim), source=source),)),
+        CompleteEvent(),
+    ]
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, question="How did Acme do?")
+    end = turn_end(turn.pk, Transcript.from_events(events), Turn.Status.COMPLETE)
+    (finished,) = await database_sync_to_async(turn_finish_many)([end])
+    return PagesToCheck(finished, end.rendered.cited)
+
+
+async def test_a_check_handed_its_answer_by_the_run_reads_none_of_it_back(user, news):
+    """The run holds the cited answer it stored: the check reads the page cache and writes its
+    result, and reads neither the turn's references nor its tool calls again."""
+    from chats.verify.check import check_turn_sources
+
+    url = f"{news.url}/2026/11/acme-results"
+    await check_turn_sources(await finished_check_citing(user, url))  # the page is cached
+    check = await finished_check_citing(user, url)
+
+    queries = await database_thread_queries(lambda: check_turn_sources(check))
+
+    assert not [q for q in queries if "citations_audittrace" in q]
+    assert not [q for q in queries if '"citations_source"' in q]
+    await check.turn.arefresh_from_db()
+    assert "38% not found in its source" in check.turn.answer_html
+
+
+async def test_checks_ending_together_are_stored_and_handed_back_together(user, news):
+    """Twelve answers ending together: their cache lookups go to the database in one query;
+    their results are stored as they are ready, the first at once and those ready meanwhile
+    together, and each trip's turns are handed back together."""
+    from chats.verify.check import check_turn_sources, start_source_checks, wait_for_source_checks
+
+    url = f"{news.url}/2026/11/acme-results"
+    await check_turn_sources(await finished_check_citing(user, url))  # the page is cached
+    one = await finished_check_citing(user, url)
+    twelve = [await finished_check_citing(user, url) for _ in range(12)]
+    told: list[list[int]] = []
+
+    async def on_checked(checked: list[Turn]) -> None:
+        told.append([turn.pk for turn in checked])
+
+    async def check_all(checks) -> None:
+        start_source_checks(checks, on_checked)
+        await wait_for_source_checks()
+
+    alone = await database_thread_queries(lambda: check_all([one]))
+    together = await database_thread_queries(lambda: check_all(twelve))
+
+    def stores(queries: list[str]) -> int:
+        return sum('UPDATE "citations_reference"' in q for q in queries)
+
+    def lookups(queries: list[str]) -> int:
+        return sum('FROM "citations_sourcepage"' in q for q in queries)
+
+    assert (stores(alone), lookups(alone)) == (1, 1)
+    assert lookups(together) == 1
+    assert sorted(pk for batch in told[1:] for pk in batch) == sorted(c.turn.pk for c in twelve)
+    assert len(told[1:]) == stores(together)
+    assert await Turn.objects.filter(answer_html__contains="38% not found").acount() == 14
+
+
+async def test_the_results_of_checks_stored_together_cost_the_queries_of_one(user, news):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from chats.verify.check import _Checked, _store_checked_many
+
+    url = f"{news.url}/2026/11/acme-results"
+    checks = [await finished_check_citing(user, url) for _ in range(13)]
+
+    def store(items: list) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            _store_checked_many(items)
+        return len(queries.captured_queries)
+
+    def checked(check) -> _Checked:
+        return _Checked(check.turn, check.cited, f"<p>checked {check.turn.pk}</p>", None)
+
+    alone = await database_sync_to_async(store)([checked(checks[0])])
+    together = await database_sync_to_async(store)([checked(c) for c in checks[1:]])
+
+    assert together == alone
+    stored = [t async for t in Turn.objects.filter(answer_html__startswith="<p>checked ")]
+    assert sorted(t.pk for t in stored) == sorted(c.turn.pk for c in checks)
 
 
 class HeldPage:
@@ -284,20 +390,24 @@ class HeldPage:
 
 async def test_a_check_stopped_while_its_page_is_read_stores_it_unread_and_says_so(user, settings):
     """The server shuts down mid-read: the turn must not say "Checking 1 source…" for ever."""
-    from chats.verify.check import start_source_checks, stop_source_checks
+    from chats.verify.check import (
+        start_source_checks,
+        stop_source_checks,
+        stored_pages_to_check,
+    )
 
     page = HeldPage()
     told: list[Turn] = []
 
-    async def on_checked(checked: Turn) -> None:
-        told.append(checked)
+    async def on_checked(checked: list[Turn]) -> None:
+        told.extend(checked)
 
     with serve_asgi(page) as url:
         settings.SOURCE_FETCH_ENABLED = True
         settings.SOURCE_FETCH_ALLOWED_HOSTS = [urlsplit(url).netloc]
         try:
             turn = await finished_turn_citing(user, f"{url}/article")
-            start_source_checks([turn.pk], on_checked)
+            start_source_checks([await stored_pages_to_check(turn.pk)], on_checked)
             await wait_until(page.asked.is_set)
             await stop_source_checks()
         finally:
@@ -335,7 +445,7 @@ async def test_a_page_killing_its_reader_a_bomb_a_rot13_charset_and_an_octal_add
     each bad page says in one line why it was not read, and this (the server's) process goes on.
     The reader is the real one, but aborts its process for the page that carries the marker."""
     from chats.verify import reading
-    from chats.verify.check import check_turn_sources
+    from chats.verify.check import check_turn_sources, stored_pages_to_check
 
     monkeypatch.setattr(reading, "read_page", read_or_abort)
     html = {"content-type": "text/html"}
@@ -356,7 +466,7 @@ async def test_a_page_killing_its_reader_a_bomb_a_rot13_charset_and_an_octal_add
         ],
     )
 
-    await check_turn_sources(turn.pk)
+    await check_turn_sources(await stored_pages_to_check(turn.pk))
 
     await turn.arefresh_from_db()
     html_text = turn.answer_html
@@ -375,7 +485,7 @@ async def test_a_page_killing_its_reader_a_bomb_a_rot13_charset_and_an_octal_add
 
 
 async def test_pages_past_the_limit_of_a_turn_are_not_read_and_say_so(user, news, settings):
-    from chats.verify.check import check_turn_sources
+    from chats.verify.check import check_turn_sources, stored_pages_to_check
 
     settings.SOURCE_FETCH_MAX_PAGES_PER_TURN = 2
     for n in range(4):
@@ -384,7 +494,7 @@ async def test_pages_past_the_limit_of_a_turn_are_not_read_and_say_so(user, news
         user,
         [(f"Sales of line {n} rose {n + 40}%.", f"{news.url}/a{n}") for n in range(4)],
     )
-    await check_turn_sources(turn.pk)
+    await check_turn_sources(await stored_pages_to_check(turn.pk))
 
     await turn.arefresh_from_db()
     assert sorted(news.paths) == ["/a0", "/a1"]  # the first two cited, fetched at once
@@ -416,14 +526,19 @@ async def test_one_users_stalling_pages_never_hold_another_users_check(
     """48 pages that never answer in one user's answer, one fast page in another's: the second
     check is done while every one of the first user's fetches is still held, and the first user
     never holds more than their share of the slots."""
-    from chats.verify.check import MAX_PER_USER, start_source_checks, wait_for_source_checks
+    from chats.verify.check import (
+        MAX_PER_USER,
+        start_source_checks,
+        stored_pages_to_check,
+        wait_for_source_checks,
+    )
 
     other = await django_user_model.objects.acreate(username="other-analyst")
     stalling = StallingPages()
     told: list[int] = []
 
-    async def on_checked(checked: Turn) -> None:
-        told.append(checked.pk)
+    async def on_checked(checked: list[Turn]) -> None:
+        told.extend(turn.pk for turn in checked)
 
     with serve_asgi(stalling) as slow_url:
         settings.SOURCE_FETCH_ALLOWED_HOSTS = [news.hostport, urlsplit(slow_url).netloc]
@@ -432,9 +547,9 @@ async def test_one_users_stalling_pages_never_hold_another_users_check(
                 user, [(f"Claim {n} rose {n}%.", f"{slow_url}/p{n}") for n in range(48)]
             )
             fast = await finished_turn_citing(other, f"{news.url}/2026/11/acme-results")
-            start_source_checks([slow.pk], on_checked)
+            start_source_checks([await stored_pages_to_check(slow.pk)], on_checked)
             await wait_until(lambda: stalling.held == MAX_PER_USER, what="the slow user's share")
-            start_source_checks([fast.pk], on_checked)
+            start_source_checks([await stored_pages_to_check(fast.pk)], on_checked)
             await wait_until(lambda: fast.pk in told, what="the other user's check")
             assert stalling.held == MAX_PER_USER  # all still held: they never blocked it
             assert slow.pk not in told
