@@ -9,10 +9,11 @@ one transaction: the first item of a quiet moment goes at once, the rest of a bu
 together.
 
 Work someone waits for (an answer to show, a question to start) goes first: a batch of work that
-can wait (`background=True`: storing the figure checks of answers already shown) waits until no
-other batch of the loop has items waiting or on the database thread, for up to
-`BACKGROUND_WAIT` seconds, so a burst of checks does not sit between the finishes of the burst
-that caused it, nor wait for ever behind a busy site.
+can wait (`background=True`: the figure checks of answers already shown) waits until the other
+batches of the loop have had nothing new for FOREGROUND_SETTLE seconds and nothing on the
+database thread (`foreground_done`), for up to BACKGROUND_WAIT seconds, so a burst of checks
+does not sit between the finishes of the burst that caused it, nor wait for ever behind a busy
+site.
 
 One item's failure stays its own: when the database refuses a batch for what it holds, each of
 its items is tried again alone. When the database itself is failing (down, locked past its
