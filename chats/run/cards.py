@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from channels.db import database_sync_to_async
+from django.db.models import prefetch_related_objects
 
 from chats.live.fragments import fragments
 from chats.live.protocol import CardKind, TurnCardFrame, publish_to_chats, turn_card
@@ -44,16 +45,14 @@ def turn_card_frame(kind: CardKind, turn: Turn, item: BranchTurn | None = None) 
     return turn_card_frames(turn, (kind,), item)[0]
 
 
-async def turn_frame(kind: CardKind, turn: Turn) -> TurnCardFrame:
-    return await database_sync_to_async(turn_card_frame)(kind, turn)
-
-
 def rendered_cards(kind: CardKind, turns: list[Turn]) -> list[TurnCardFrame | None]:
-    """Each turn's card frame, its siblings read for all of them in one query; None for a card
-    that could not be rendered (database thread)."""
+    """Each turn's card frame, their siblings, tool calls and chats read for all of them in a
+    query each (what a finish loaded already is not read again); None for a card that could not
+    be rendered (database thread)."""
     try:
+        prefetch_related_objects(turns, "audit_traces", "chat")
         items: list[BranchTurn | None] = list(branch_turns(turns=turns))
-    except Exception:  # each card reads its own siblings
+    except Exception:  # each card reads its own
         logger.exception("Reading the versions of %d turns failed", len(turns))
         items = [None] * len(turns)
     return [rendered_or_none(turn, kind, item) for turn, item in zip(turns, items, strict=True)]
