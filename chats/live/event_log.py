@@ -155,7 +155,7 @@ class EventLog:
         self._handled_waiters = waiting
 
     async def flush(self) -> None:
-        """Write and publish everything appended so far, now (the server's shutdown).
+        """Write and publish everything appended so far, at once (`flushed`, the shutdown).
 
         Never raises for a failed write: a turn whose events the database refuses is failed,
         and events kept back by a transient error are held for the flusher to retry.
