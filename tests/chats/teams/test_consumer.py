@@ -91,3 +91,22 @@ async def test_a_group_gone_from_the_providers_claim_closes_the_members_page(
     reader = await connect(bob, shared_chat)
     await sync_to_async(team_memberships_sync)(user=bob, groups=["another-desk"])
     await expect_refusal(reader, "not_found", 4404)
+
+
+async def test_sharing_stopped_just_after_the_page_was_let_in_still_closes_it(
+    connect, bob, shared_chat, research, monkeypatch
+):
+    """The access check and the page's joining its user's group are not one step: a share
+    withdrawn between them must still reach the page."""
+    from chats.pages import consumer
+
+    let_in = consumer._open_page
+
+    def let_in_then_unshare(user, chat_id, channel_name):
+        chat = let_in(user, chat_id, channel_name)
+        team_chat_unshare(chat=shared_chat, team=research)  # tells the user's pages at once
+        return chat
+
+    monkeypatch.setattr(consumer, "_open_page", let_in_then_unshare)
+    reader = await connect(bob, shared_chat)
+    await expect_refusal(reader, "not_found", 4404)
