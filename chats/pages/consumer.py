@@ -135,11 +135,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 CLOSE_UNAUTHENTICATED,
             )
             return
-        # The user's group is joined before access is checked: a change of access made after the
-        # check (a share withdrawn, a team left) is heard once the page is open, never lost.
-        self.groups_joined = [protocol.user_group(user.pk)]
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
         chat = await database_sync_to_async(_open_page)(user, chat_id, self.channel_name)
         if not isinstance(chat, Chat):
             await self.refuse(chat, *_refusal(chat))
@@ -148,6 +143,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         get_socket_leases().hold(self.channel_name)
         self.chat = chat
         self.can_write = chat.owner_id == user.pk  # a team's reader follows it, read-only
+        self.groups_joined = [protocol.user_group(user.pk)]
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        # A reader's access changed between the check and joining the group (a share withdrawn,
+        # a team left) was told to a group the page was not in yet: look again.
+        if not self.can_write:
+            await self.access_changed({})
+            if self.chat is None:
+                return
         self.outbox = FrameOutbox(chat_id=chat.pk, max_queued=settings.WS_MAX_QUEUED_FRAMES)
         self.writer = asyncio.create_task(self._write_forever(), name=f"page-{self.channel_name}")
         self.joined_chat_id = chat.pk
