@@ -142,10 +142,10 @@ def _stored(turn: Turn | None, finish: Finish) -> Stored:
 def _pages_to_check(turn: Turn | None, end: TurnEnd) -> PagesToCheck | None:
     """The stored turn's cited pages to read, with its cited answer as stored (the check reads
     nothing back); None when it cites none without a passage."""
-    cited = end.rendered.cited
-    if turn is None or not any(read.pending for read in cited.pages.values()):
+    if turn is None:
         return None
-    return PagesToCheck(turn, cited)
+    check = PagesToCheck(turn, end.rendered.cited)
+    return check if check.pending else None
 
 
 def _final_card(turn: Turn, finish: Finish) -> TurnCardFrame | None:

@@ -7,8 +7,9 @@ is the page layer's (`chats.live.fragments`).
 
 A chart is sanitised (`chats.answer.charts.safe_chart_event`) and its live HTML rendered as it
 arrives; a finished answer's citations, HTML and chart placement are computed before the finish
-is queued for the database (`chats.loop.batches`), both on the process's CPU thread
-(`chats.loop.cpu_thread`: not the event loop, not the database thread).
+is queued for the database (`chats.loop.batches`), never on the database thread: a chart and a
+long answer on the process's CPU thread (`chats.loop.cpu_thread`), a short answer on the event
+loop (`ended`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def turn_end(turn_id: int, transcript: Transcript, status: str, **outcome: str |
 
 def render_answer(turn_id: int, transcript: Transcript) -> RenderedEnd:
     """Resolve and render the answer's citations, and place its charts (one parse of the
-    answer for all of them). No database: a run calls it on a thread of its own (`ended`)."""
+    answer for all of them). No database: the run calls it through `ended`."""
     cited = citations_resolve(
         answer=transcript.answer,
         citations=transcript.citations,

@@ -255,7 +255,7 @@ class TurnRun:
         logger.info("Turn %s ended: %s", self.turn_id, status)
 
         try:
-            end = await ended(  # citations, HTML, charts: off the loop and database thread
+            end = await ended(  # citations, HTML, charts: never on the database thread
                 self.turn_id,
                 self.transcript,
                 status,
