@@ -10,8 +10,11 @@ class ChatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Imported here, not at the top: it imports the models, which Django loads after apps.py.
-        import chats.live.limits  # noqa: F401 (connects the logout signal that closes sockets)
+        # Imported here, not at the top: they import the models, which Django loads after apps.py.
+        # Each connects a signal: the logout closes sockets (limits); a turn's deletion deletes
+        # the events the log wrote meanwhile (event_log).
+        import chats.live.event_log
+        import chats.live.limits  # noqa: F401
 
         register_fragments(PAGE_FRAGMENTS)  # the live and run layers' HTML: page templates
         price_table()  # a MODEL_PRICES that cannot be read stops the start, saying why

@@ -7,6 +7,7 @@ retry is a sibling. `Chat.active_turn` is the leaf of the branch the user last l
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models.functions import Now
 from django.utils import timezone
 
 
@@ -187,11 +188,20 @@ class TurnEvent(models.Model):
 
     # No index of its own: the unique (turn, seq) index serves every lookup by turn, and one
     # index fewer is one B-tree write fewer for each of the thousands of events a second.
-    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="events", db_index=False)
+    # No constraint in the database either: the log's writer checks a batch's turns in one
+    # query rather than the database once a row (chats.live.event_log, `write_batch`).
+    turn = models.ForeignKey(
+        Turn,
+        on_delete=models.CASCADE,
+        related_name="events",
+        db_index=False,
+        db_constraint=False,
+    )
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     data = models.JSONField(help_text="The event as received: the envelope's message or delta.")
-    received_at = models.DateTimeField(default=timezone.now)
+    # The database's default too: the event log's COPY on PostgreSQL leaves the column to it.
+    received_at = models.DateTimeField(default=timezone.now, db_default=Now())
 
     class Meta:
         ordering = ["turn", "seq"]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import threading
+from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, connections, transaction
+from django.utils import timezone
 
 from chats.agent.events import AgentEvent, AnswerEvent, StructuredOutputEvent, UnknownEvent
 from chats.live.event_log import EventLog, PendingEvent, insert_sqlite_rows, write_batch
@@ -93,12 +96,18 @@ async def test_every_row_of_a_batch_is_stored_with_its_seq_type_and_data(user):
     log = EventLog(Ticks(60))
     for seq, event in enumerate(events, 1):
         log.append(turn.chat_id, turn.pk, seq, event)
+    before = timezone.now()
     await log.flush()
 
     rows = await database_sync_to_async(list)(
         TurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "type", "data")
     )
     assert rows == [(seq, event.type, event.data) for seq, event in enumerate(events, 1)]
+    # The database stamps each row when it is written (the column's default).
+    times = await database_sync_to_async(list)(
+        TurnEvent.objects.filter(turn=turn).values_list("received_at", flat=True)
+    )
+    assert all(before - timedelta(seconds=1) <= at <= timezone.now() for at in times)
 
 
 async def test_an_agents_own_type_is_stored_as_it_came(user):
@@ -202,6 +211,60 @@ async def test_an_event_the_database_refuses_fails_only_its_own_turn(user, other
     assert [d["content"] for _, d in await stored(healthy)] == ["one ", "two", " three"]
     log.forget(poisoned.pk)
     assert log.failure(poisoned.pk) is None
+
+
+async def test_the_events_of_a_deleted_turn_fail_only_that_turn(user, other_user):
+    # The log's rows name their turn without a database constraint: the writer checks the
+    # batch's turns itself, and a turn deleted while it streams is refused as one would be.
+    deleted, healthy = await make_turn(user), await make_turn(other_user)
+    told: list[str] = []
+    log = EventLog(Ticks(60))
+    log.watch(deleted.pk, told.append)
+    log.append(deleted.chat_id, deleted.pk, 1, answer("first "))
+    await log.flush()
+    await database_sync_to_async(Chat.objects.filter(pk=deleted.chat_id).delete)()
+
+    log.append(deleted.chat_id, deleted.pk, 2, answer("second"))
+    log.append(healthy.chat_id, healthy.pk, 1, answer("one"))
+    await log.flush()
+
+    assert await stored_contents(healthy) == ["one"]
+    assert await stored(deleted) == []
+    assert told == [log.failure(deleted.pk)]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's write lock is global")
+def test_a_turns_deletion_takes_the_events_written_while_it_ran(user):
+    # On PostgreSQL a batch can commit after a deletion has deleted the turn's events and before
+    # it deletes the turn (the batch holds the turn, so the deletion waits for it): those rows
+    # go when the deletion commits.
+    chat = Chat.objects.create(owner=user)
+    turn = Turn.objects.create(chat=chat, question="q")
+    write_batch([PendingEvent(chat.pk, turn.pk, 1, answer("a"), {"content": "a"})])
+    with transaction.atomic():
+        chat.delete()
+        # The log writer's batch, on its own connection, lands after the events' DELETE.
+        run_in_other_thread(
+            lambda: write_unchecked(turn.pk, 2)  # what a batch that held the turn left behind
+        )
+        assert TurnEvent.objects.filter(turn_id=turn.pk).values_list("seq", flat=True).get() == 2
+    assert not TurnEvent.objects.filter(turn_id=turn.pk).exists()
+
+
+def write_unchecked(turn_id: int, seq: int) -> None:
+    TurnEvent.objects.bulk_create([TurnEvent(turn_id=turn_id, seq=seq, type="ANSWER", data={})])
+
+
+def run_in_other_thread(work) -> None:
+    def on_its_own_connection() -> None:
+        try:
+            work()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=on_its_own_connection)
+    thread.start()
+    thread.join()
 
 
 async def test_the_flusher_keeps_relaying_other_turns_past_a_refused_event(user, other_user):
