@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from citations.evidence import with_checks
 from citations.models import AuditTrace, Reference, Source, SourcePage
+from citations.new_rows import insert_rows
 from citations.references import Citation, PageRead, SourceDocument, ToolCall
 from citations.resolve import CitedAnswer, ResolvedReference, resolve_citations
 
@@ -74,11 +75,14 @@ def citations_store_for_turns(
     )
     trace_ids = {(t.turn_id, t.position): t.pk for t in traces}
     source_ids = _source_ids(s.document for _, cited in turns for s in cited.sources)
-    Reference.objects.bulk_create(
-        _reference_row(turn_id, ref, source_ids, trace_ids, checks, cited.pages)
-        for turn_id, cited in turns
-        for checks in [_checks(cited)]
-        for ref in cited.references
+    insert_rows(  # nothing refers to a reference: no ids need to come back
+        Reference,
+        (
+            _reference_row(turn_id, ref, source_ids, trace_ids, checks, cited.pages)
+            for turn_id, cited in turns
+            for checks in [_checks(cited)]
+            for ref in cited.references
+        ),
     )
     for turn_id, cited in turns:
         _log_invalid(turn_id, cited.invalid_references)

@@ -1,0 +1,65 @@
+"""Rows inserted by `insert_rows` are the rows `bulk_create` stores, value for value."""
+
+import pytest
+from django.db.models import JSONField, Value
+
+from citations.models import Reference, Source
+from citations.new_rows import insert_rows
+
+pytestmark = pytest.mark.django_db
+
+# What COPY's text format escapes, and what JSON and the database make of it.
+AWKWARD = 'tab\there, new\nline, cr\r, back\\slash \\N, quote "\'", Résumé 東京 📈'
+
+
+def references(turn, source) -> list[Reference]:
+    return [
+        Reference(
+            turn=turn,
+            position=0,
+            start=0,
+            end=12,
+            tool_name=AWKWARD,
+            audit_id="",
+            source=source,
+            is_valid=True,
+            footnote=1,
+            passages=[{"text": AWKWARD, "relevance": 0.5}],
+            claim_check={"verdict": "matches", "figures": [1, 2.5, None, True]},
+            page=None,  # SQL's NULL
+            data={"text": AWKWARD, "nested": {"list": [], "empty": ""}},
+        ),
+        Reference(
+            turn=turn,
+            position=1,
+            start=None,
+            end=None,
+            is_valid=False,
+            problem="no such source",
+            passages=[],
+            data=Value(None, JSONField()),  # JSON's null
+        ),
+    ]
+
+
+def stored(turn) -> list[dict]:
+    rows = Reference.objects.filter(turn=turn).order_by("position").values()
+    return [{k: v for k, v in row.items() if k not in {"id", "turn_id"}} for row in rows]
+
+
+def test_rows_are_stored_as_bulk_create_stores_them(make_turn):
+    source = Source.objects.create(key="doc-1", name=AWKWARD, data={})
+    by_copy, by_orm = make_turn(), make_turn()
+    insert_rows(Reference, references(by_copy, source))
+    Reference.objects.bulk_create(references(by_orm, source))
+
+    assert stored(by_copy) == stored(by_orm)
+    assert stored(by_copy)[0]["tool_name"] == AWKWARD
+    nulls = Reference.objects.filter(turn=by_copy, position=1)
+    assert nulls.filter(data=Value(None, JSONField())).exists()  # JSON's null, stored as such
+    assert Reference.objects.filter(turn=by_copy, page__isnull=True).count() == 2
+
+
+def test_nothing_to_insert_is_no_statement(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        insert_rows(Reference, [])
