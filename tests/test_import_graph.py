@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Imports a function makes of a site module, each with the reason it cannot be at the top.
 LOCAL_IMPORTS_ALLOWED = {
     # AppConfig.ready(): the module imports the models, which Django loads after apps.py.
+    ("chats.apps", "chats.live.event_log"),
     ("chats.apps", "chats.live.limits"),
 }
 
