@@ -316,28 +316,33 @@ def write_batch(batch: list[PendingEvent]) -> None:
     rows = [(p.turn_id, p.seq, p.event.type[:40], strict_json(p.data)) for p in batch]
     with transaction.atomic(), db.wrap_database_errors:
         raw = db.connection
-        found = raw.execute(_sqlite_turns(turns), [orjson.dumps(turn_ids)]).fetchall()
-        _refuse_missing_turns(turn_ids, found)
+        (found,) = raw.execute(_sqlite_turns(turns), [orjson.dumps(turn_ids)]).fetchone()
+        if found < len(turn_ids):
+            _refuse_missing_turns(raw, turns, turn_ids, "?")
         now = db.ops.adapt_datetimefield_value(timezone.now())
         insert_sqlite_rows(raw, table, rows, now)
 
 
 # The log's rows name their turn without a foreign key constraint: the database's check ran
-# once a row (on PostgreSQL 3.6 of a write's 10 µs an event), where one query a batch finds
-# every turn the batch names, and holds them (FOR KEY SHARE on PostgreSQL; SQLite's write lock
-# holds everything) so that none is deleted before the batch commits. A batch naming a turn
-# that is gone is refused as the constraint would have refused it, and is retried turn by turn
+# once a row (on PostgreSQL 3.6 of a write's 10 µs an event), where one query a batch counts
+# the turns the batch names, and holds them (FOR KEY SHARE on PostgreSQL; SQLite's write lock
+# holds everything) so that none is deleted before the batch commits. It answers one row: the
+# sqlite3 module hands the GIL back at each row it steps through, and beside a busy event loop
+# each row waited for it while the write lock was held. A batch naming a turn that is gone is
+# refused as the constraint would have refused it, and is retried turn by turn
 # (docs/PERFORMANCE.md, "The event log's writes"). A turn deleted while its batch was being
 # written loses the batch's rows with it: `forget_events_of_deleted_turns`.
-def _refuse_missing_turns(turn_ids: list[int], found: list[tuple[int]]) -> None:
-    if len(found) < len(turn_ids):
-        gone = sorted(set(turn_ids) - {row[0] for row in found})
-        raise IntegrityError(f"The event log names turns that do not exist: {gone}")
+def _refuse_missing_turns(raw: Any, turns: str, turn_ids: list[int], placeholder: str) -> None:
+    placeholders = ", ".join([placeholder] * len(turn_ids))
+    sql = f"SELECT id FROM {turns} WHERE id IN ({placeholders})"  # noqa: S608
+    found = {row[0] for row in raw.execute(sql, turn_ids).fetchall()}
+    gone = sorted(set(turn_ids) - found)
+    raise IntegrityError(f"The event log names turns that do not exist: {gone}")
 
 
 @functools.cache
 def _sqlite_turns(turns: str) -> str:
-    return f"SELECT id FROM {turns} WHERE id IN (SELECT value FROM json_each(?))"  # noqa: S608
+    return f"SELECT count(*) FROM {turns} WHERE id IN (SELECT value FROM json_each(?))"  # noqa: S608
 
 
 # PostgreSQL: the batch is one COPY, in one transaction with the lock of its turns. The rows go
@@ -369,8 +374,10 @@ def copy_rows(
         kind = _copy_text(p.event.type[:40])
         lines.append(b"%d\t%d\t%s\t%s\n" % (p.turn_id, p.seq, kind, data))
     with raw.transaction(), raw.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {turns} WHERE id = ANY(%s) FOR KEY SHARE", [turn_ids])  # noqa: S608
-        _refuse_missing_turns(turn_ids, cursor.fetchall())
+        held = f"SELECT count(*) FROM (SELECT FROM {turns} WHERE id = ANY(%s) FOR KEY SHARE) AS t"  # noqa: S608
+        (found,) = cursor.execute(held, [turn_ids]).fetchone()
+        if found < len(turn_ids):
+            _refuse_missing_turns(raw, turns, turn_ids, "%s")
         with cursor.copy(f"COPY {table} (turn_id, seq, type, data) FROM STDIN") as copy:
             copy.write(b"".join(lines))
 
