@@ -423,6 +423,22 @@ async def test_closing_the_log_writes_events_held_for_a_retry(user, monkeypatch)
     assert log.failure(waiting.pk) is None
 
 
+class HeldTicks(Ticks):
+    """A minute's window whose one tick comes when the test gives it: however long a write
+    takes, no tick comes between two steps of the test."""
+
+    def __init__(self) -> None:
+        super().__init__(60)
+        self._given = asyncio.Event()
+
+    async def wait(self, before=None) -> None:
+        await self._given.wait()
+        self._given.clear()
+
+    def give(self) -> None:
+        self._given.set()
+
+
 async def test_runs_ending_in_one_window_are_written_together(user, other_user, monkeypatch):
     """A run waits for its events to be stored before its final frame. The first run to end in
     a window has them written at once; those ending later in the window are written by the
@@ -438,7 +454,8 @@ async def test_runs_ending_in_one_window_are_written_together(user, other_user, 
 
     monkeypatch.setattr(event_log, "_write", counted)
     turns = [await make_turn(user), await make_turn(other_user), await make_turn(user)]
-    log = EventLog(Ticks(0.2))
+    ticks = HeldTicks()
+    log = EventLog(ticks)
     log.append(turns[0].chat_id, turns[0].pk, 1, answer("a1"))
     await log.flushed()
     assert writes == [1]  # at once: a quiet site's answer does not wait for the tick
@@ -449,6 +466,7 @@ async def test_runs_ending_in_one_window_are_written_together(user, other_user, 
     await asyncio.sleep(0)
     assert writes == [1] and not any(task.done() for task in later)
 
+    ticks.give()
     await asyncio.gather(*later)
 
     assert writes == [1, 2]
