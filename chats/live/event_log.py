@@ -323,7 +323,7 @@ def write_batch(batch: list[PendingEvent]) -> None:
         insert_sqlite_rows(raw, table, rows, now)
 
 
-# The log's rows name their turn without a foreign key constraint: the database's check ran
+# The log's rows name their turn without a foreign key constraint: the database's check runs
 # once a row (on PostgreSQL 3.6 of a write's 10 µs an event), where one query a batch counts
 # the turns the batch names, and holds them (FOR KEY SHARE on PostgreSQL; SQLite's write lock
 # holds everything) so that none is deleted before the batch commits. It answers one row: the
