@@ -398,8 +398,10 @@ def forget_events_of_deleted_turns(sender, instance: Turn, using: str, **kwargs)
     )
     if callback is None:
         callback = _DeleteOrphanedEvents(using)
-        transaction.on_commit(callback, using=using)
-    callback.turn_ids.add(instance.pk)
+        callback.turn_ids.add(instance.pk)
+        transaction.on_commit(callback, using=using)  # Django deletes in a transaction
+    else:
+        callback.turn_ids.add(instance.pk)
 
 
 class _DeleteOrphanedEvents:
