@@ -21,7 +21,8 @@ from django.db import connections, router
 from django.db.models import JSONField, Model, Value
 
 # COPY's text format: a backslash, and the row and column separators, are escaped; NULL is \N.
-_ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+# (The event log's COPY, chats.live.event_log, escapes its text with the same table.)
+COPY_ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
 _NULL = "\\N"
 
 
@@ -31,10 +32,10 @@ def insert_rows(model: type[Model], objs: Iterable[Model]) -> None:
     if not objs:
         return
     db = connections[router.db_for_write(model)]
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
     if db.vendor != "postgresql":
         model.objects.using(db.alias).bulk_create(objs)
         return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
     lines = ["\t".join([_copy_value(field, obj, db) for field in fields]) + "\n" for obj in objs]
     table = db.ops.quote_name(model._meta.db_table)
     columns = ", ".join(db.ops.quote_name(f.column) for f in fields)
@@ -54,7 +55,7 @@ def _copy_value(field: Any, obj: Model, db: Any) -> str:
             value = value.value
         elif value is None:
             return _NULL
-        return json.dumps(value, cls=field.encoder).translate(_ESCAPES)
+        return json.dumps(value, cls=field.encoder).translate(COPY_ESCAPES)
     if value is None:
         return _NULL
     value = field.get_db_prep_save(value, db)
@@ -63,7 +64,7 @@ def _copy_value(field: Any, obj: Model, db: Any) -> str:
     if value is True or value is False:
         return "t" if value else "f"
     if isinstance(value, int | float | str):
-        return str(value).translate(_ESCAPES)
+        return str(value).translate(COPY_ESCAPES)
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     raise TypeError(f"{type(value).__name__} in {field.name}: no COPY text for it here")

@@ -40,6 +40,7 @@ from chats.loop.per_loop import PerLoop
 from chats.loop.ticks import Ticks, get_ticks
 from chats.metrics import EVENT_LOG_FLUSH, EVENTS_RELAYED
 from chats.models import Turn, TurnEvent
+from citations.new_rows import COPY_ESCAPES
 
 logger = logging.getLogger(__name__)
 
@@ -350,13 +351,10 @@ def _sqlite_turns(turns: str) -> str:
 # write_row adapted each value of each row, and encoded the JSON text again. `received_at` is
 # the column's default, the statement's time: the same timestamp sent in each row was parsed
 # again in each row, 0.5 µs a row (docs/PERFORMANCE.md, "The event log's writes").
-_COPY_ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
-
-
 @functools.lru_cache(maxsize=256)
 def _copy_text(text: str) -> bytes:
     """A column's text in COPY's text format (an unknown event's type is the agent's own)."""
-    return text.translate(_COPY_ESCAPES).encode()
+    return text.translate(COPY_ESCAPES).encode()
 
 
 def copy_rows(
@@ -398,10 +396,8 @@ def forget_events_of_deleted_turns(sender, instance: Turn, using: str, **kwargs)
     )
     if callback is None:
         callback = _DeleteOrphanedEvents(using)
-        callback.turn_ids.add(instance.pk)
-        transaction.on_commit(callback, using=using)  # Django deletes in a transaction
-    else:
-        callback.turn_ids.add(instance.pk)
+        transaction.on_commit(callback, using=using)  # at the commit: Django deletes in one
+    callback.turn_ids.add(instance.pk)
 
 
 class _DeleteOrphanedEvents:
