@@ -3,8 +3,11 @@
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chats.agent.providers.bigdata import source_document as source_fields
+from citations.html_markers import _markers
 from citations.render import render_markdown
 from citations.render_html import CLEANER, render_html
 from tests.citations.conftest import ParsedHtml, bigdata, cite, cited_from_capture, ref
@@ -190,6 +193,29 @@ def test_hostile_answers_and_sources_produce_no_executable_markup(source):
     assert "<script>alert(1)</script>" in page.text  # shown as text, not run
     assert source_fields(source).label in page.text
     assert CLEANER.clean(html) == html
+
+
+NONCE = "c0123456789ab"
+# Pieces of placeholders, the nonce, another nonce and their neighbours, in any order.
+near_placeholders = st.lists(
+    st.sampled_from(
+        [
+            *(".", NONCE, f".{NONCE}", f".{NONCE}n1c0.", ".c00000000000f"),
+            *"ncf1x",
+            "23",
+            "n1c0.",
+            "f2.",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@given(near_placeholders)
+def test_placeholders_are_found_as_a_regex_of_the_answers_nonce_finds_them(text):
+    regex = re.compile(rf"\.{NONCE}(?:n(\d+)c(\d+)|f(\d+))\.")
+    expected = [(m.start(), m.end(), m.groups()) for m in regex.finditer(text)]
+    assert [(start, end, tail.groups()) for start, end, tail in _markers(text, NONCE)] == expected
 
 
 def test_a_forged_placeholder_in_the_answer_stays_text():
