@@ -312,6 +312,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 failed = "Something went wrong on our side. Reload the page to catch up."
                 with contextlib.suppress(Exception):
                     await self.send_json(protocol.error(ErrorCode.SERVER_ERROR, failed))
+            # Let the written frame go now, not when the next one comes: a page left open
+            # after its answer would hold the final card's frame (the whole answer) meanwhile.
+            del item
 
     async def _write(self, item: RelayFrame | Sync | str) -> None:
         if self.chat is None:

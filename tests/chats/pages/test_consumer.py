@@ -221,6 +221,20 @@ async def test_frames_are_coalesced_not_one_per_event(connect, user, chat, upstr
     assert len(event_frames) < 20
 
 
+async def test_a_page_holds_no_frame_once_it_is_written(connect, user, chat, upstream):
+    """Its writer waits for the next frame holding none: a page left open after an answer
+    would otherwise keep the final card's frame, with the whole answer, for as long."""
+    upstream.queue(Reply.events(*answer_stream("word " * 50, pieces=10)))
+    client = await connect(user, chat)
+    turn_id = await ask(client)
+    await client.receive_until("turn.finished", turn_id=turn_id)
+    (writer,) = [task for task in asyncio.all_tasks() if task.get_name().startswith("page-")]
+    await wait_until(
+        lambda: "item" not in writer.get_coro().cr_frame.f_locals,
+        what="the page's writer let its last frame go",
+    )
+
+
 async def test_an_error_event_fails_the_turn_and_keeps_the_partial_answer(
     connect, user, chat, upstream, stream_fixtures_dir
 ):
