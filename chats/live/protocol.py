@@ -5,8 +5,8 @@ Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished
 (a finished turn's card again, once its cited pages are read: chats/verify/) and `error`,
 each built by one function here and described by a TypedDict schema that
 `tests/chats/live/test_protocol.py` checks every built frame against.
-Between server processes: `turn.stop` on a turn's control group, `session.end` on a user's
-group, over the channel layer (`publish`).
+Between server processes: `turn.stop` (naming its turn) on the group of every process that
+runs turns, `session.end` on a user's group, over the channel layer (`publish`).
 
 Frames for a chat's pages go through `publish_to_chats` (Zulip's `send_event`): each is encoded
 to JSON text here, once, and the relay (`chats/live/relay/`) carries the text to every page open
@@ -52,9 +52,12 @@ from chats.models import LEAF
 # --- Groups ----------------------------------------------------------------------------------
 
 
-def control_group(turn_id: int) -> str:
-    """The run of one turn, in whichever process it lives: stop requests."""
-    return f"turn.{turn_id}.control"
+def stop_requests_group() -> str:
+    """Every process that runs turns, one member each: a stop request names its turn, and the
+    process running it stops it. One group for all, not one a turn: joining and leaving a
+    group of its own cost each turn ~1 ms of CPU on Redis (docs/PERFORMANCE.md, "Stop requests
+    reach a process, not a turn")."""
+    return "turn.stop-requests"
 
 
 def user_group(user_id: int) -> str:
@@ -321,9 +324,10 @@ class ErrorFrame(TypedDict):
 
 
 class TurnStopMessage(TypedDict):
-    """Control group only, never sent to a browser."""
+    """The stop requests' group only, never sent to a browser."""
 
     type: Literal["turn.stop"]
+    turn_id: int
 
 
 class SessionEndMessage(TypedDict):
@@ -387,8 +391,8 @@ def error(code: ErrorCode, message: str) -> ErrorFrame:
     return ErrorFrame(type="error", code=str(code), message=message)
 
 
-def turn_stop() -> TurnStopMessage:
-    return TurnStopMessage(type="turn.stop")
+def turn_stop(turn_id: int) -> TurnStopMessage:
+    return TurnStopMessage(type="turn.stop", turn_id=turn_id)
 
 
 def session_end() -> SessionEndMessage:

@@ -1,8 +1,9 @@
 """The runs of a process: keep their tasks alive, pass on stop requests, renew their leases,
 sweep the turns of dead processes.
 
-Stop requests reach a run through the channel layer (the run may live in another process); a
-lease renewed by `RunRegistry` lets any process tell when the run's own process died.
+Stop requests reach a run through the channel layer (the run may live in another process): each
+process that runs turns has one listener in one group, and a request names its turn. A lease
+renewed by `RunRegistry` lets any process tell when the run's own process died.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chats.agent.request import AgentRequest
-from chats.live.protocol import control_group, publish, turn_stop
+from chats.live.protocol import publish, stop_requests_group, turn_stop
 from chats.log_context import bind_log_context, shared_task
 from chats.loop.per_loop import PerLoop
 from chats.metrics import STREAMING_TURNS, TURNS_STARTED
@@ -35,6 +36,9 @@ class RunRegistry:
     def __init__(self) -> None:
         self.runs: dict[int, TurnRun] = {}
         self._heartbeat: asyncio.Task | None = None
+        self._stop_listener: asyncio.Task | None = None
+        # The listener's channel once it is in the group (None if it could not join).
+        self._stop_channel: asyncio.Future[str | None] | None = None
 
     async def start(
         self,
@@ -64,37 +68,74 @@ class RunRegistry:
             STREAMING_TURNS.dec()
 
     async def _supervise(self, run: TurnRun) -> None:
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(control_group(run.turn_id), channel)
-        listener = asyncio.create_task(self._listen_for_stop(run, channel))
         try:
+            # Its page may ask to stop it as soon as it shows the turn.
+            await self.hear_stop_requests()
             await run.run()
         finally:
-            await layer.group_discard(control_group(run.turn_id), channel)
-            # Ask the listener to return rather than cancel it: channels_redis reads every
-            # channel of a process in one shared receive, and cancelling it mid-read drops a
-            # message that was meant for another channel, such as a page's turn.finished.
-            if not listener.done():
-                await layer.send(channel, {"type": LISTENER_CLOSE})
-            await asyncio.wait([listener], timeout=5)
             self.runs.pop(run.turn_id, None)
 
-    async def _listen_for_stop(self, run: TurnRun, channel: str) -> None:
+    async def hear_stop_requests(self) -> None:
+        """Return once this process's stop listener is in the stop requests' group (started
+        with the first run, and again if it has ended). A listener that cannot join is logged,
+        and the runs carry on: one that cannot be stopped ends by itself or by its limits."""
+        if self._stop_listener is None or self._stop_listener.done():
+            self._stop_channel = asyncio.get_running_loop().create_future()
+            self._stop_listener = shared_task(
+                self._listen_for_stops(self._stop_channel), name="turn-stop-listener"
+            )
+        assert self._stop_channel is not None
+        await asyncio.shield(self._stop_channel)
+
+    async def _listen_for_stops(self, joined: asyncio.Future[str | None]) -> None:
         layer = get_channel_layer()
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(stop_requests_group(), channel)
+        except Exception:
+            joined.set_result(None)
+            logger.warning("This process cannot hear stop requests", exc_info=True)
+            return
+        joined.set_result(channel)
         try:
             while True:
                 message = await layer.receive(channel)
                 if message.get("type") == LISTENER_CLOSE:
                     return
-                if message.get("type") == "turn.stop" and run.task is not None:
-                    run.stop_requested = True
-                    run.task.cancel()
-                    return
+                if message.get("type") == "turn.stop":
+                    run = self.runs.get(message.get("turn_id"))  # None: not this process's
+                    if run is not None and run.task is not None and not run.stop_requested:
+                        run.stop_requested = True
+                        run.task.cancel()
         except asyncio.CancelledError:
             raise
-        except Exception:  # the layer went away (shutdown); the run itself carries on
-            logger.warning("Stop listener for turn %s ended", run.turn_id, exc_info=True)
+        except Exception:  # the layer went away (shutdown); the next run starts another
+            logger.warning("The stop listener ended", exc_info=True)
+
+    def _listening_channel(self) -> str | None:
+        """The stop listener's channel while it listens in the group, else None."""
+        listening = self._stop_listener is not None and not self._stop_listener.done()
+        if not listening or self._stop_channel is None or not self._stop_channel.done():
+            return None
+        return self._stop_channel.result()
+
+    async def _renew_stop_listener(self) -> None:
+        """Keep the listener in its group: the channel layer forgets a member after the
+        group's expiry (a day by default) unless it is added again."""
+        if (channel := self._listening_channel()) is not None:
+            await get_channel_layer().group_add(stop_requests_group(), channel)
+
+    async def _close_stop_listener(self) -> None:
+        """Ask the listener to return rather than cancel it: channels_redis reads every channel
+        of a process in one shared receive, and cancelling it mid-read drops a message that was
+        meant for another channel, such as a page's turn.finished."""
+        if (channel := self._listening_channel()) is None:
+            return
+        layer = get_channel_layer()
+        await layer.group_discard(stop_requests_group(), channel)
+        await layer.send(channel, {"type": LISTENER_CLOSE})
+        assert self._stop_listener is not None
+        await asyncio.wait([self._stop_listener], timeout=5)
 
     def ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
@@ -107,6 +148,10 @@ class RunRegistry:
                     await database_sync_to_async(turn_renew_leases)(turn_ids=list(self.runs))
             except Exception:
                 logger.exception("Renewing the leases of running turns failed")
+            try:
+                await self._renew_stop_listener()
+            except Exception:
+                logger.exception("Renewing the stop listener's place in its group failed")
             try:
                 await sweep_orphans()
             except Exception:
@@ -136,6 +181,7 @@ class RunRegistry:
                 self.runs.pop(run.turn_id, None)
         if self._heartbeat:
             self._heartbeat.cancel()
+        await self._close_stop_listener()
 
 
 async def sweep_orphans() -> None:
@@ -154,7 +200,7 @@ async def run_ended(turn_id: int) -> None:
 
 async def request_stop(turn_id: int) -> None:
     """Ask the run of `turn_id`, in whichever process it lives, to stop."""
-    await publish(control_group(turn_id), turn_stop())
+    await publish(stop_requests_group(), turn_stop(turn_id))
 
 
 get_registry = PerLoop(RunRegistry)  # this event loop's runs

@@ -138,7 +138,7 @@ def test_every_server_frame_matches_its_schema():
 
 
 def test_internal_messages_match_their_schemas():
-    for message in (protocol.turn_stop(), protocol.session_end()):
+    for message in (protocol.turn_stop(3), protocol.session_end()):
         schema = protocol.INTERNAL_MESSAGES[message["type"]]
         assert schema_problems(message, schema) == []
 
@@ -198,7 +198,7 @@ def test_a_replayed_event_reads_exactly_as_the_live_one():
 
 
 def test_group_names():
-    assert protocol.control_group(4) == "turn.4.control"
+    assert protocol.stop_requests_group() == "turn.stop-requests"
     assert protocol.user_group(5) == "user.5"
 
 
@@ -208,12 +208,12 @@ async def test_publish_delivers_the_frame_to_every_member_of_the_group():
     members = [await layer.new_channel() for _ in range(2)]
     outsider = await layer.new_channel()
     for channel in members:
-        await layer.group_add(protocol.control_group(9), channel)
-    frame = protocol.turn_stop()
-    await protocol.publish(protocol.control_group(9), frame)
+        await layer.group_add(protocol.user_group(9), channel)
+    frame = protocol.session_end()
+    await protocol.publish(protocol.user_group(9), frame)
     for channel in members:
         assert await layer.receive(channel) == frame
-    await protocol.publish(protocol.control_group(10), protocol.turn_stop())
+    await protocol.publish(protocol.user_group(10), protocol.session_end())
     await layer.send(outsider, {"type": "marker"})
     assert await layer.receive(outsider) == {"type": "marker"}  # nothing else arrived first
 

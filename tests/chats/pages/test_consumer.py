@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from chats.live import limits as socket_limits
-from chats.models import Turn, TurnEvent
+from chats.models import Chat, OpenSocket, Turn, TurnEvent
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
 from tests.chats.conftest import events_of, sse
 from tests.chats.live.test_protocol import assert_server_frame
@@ -158,8 +158,6 @@ async def test_oversized_and_binary_frames_are_refused(connect, user, chat):
 
 
 async def test_stopping_another_chats_turn_is_refused(connect, user, chat, other_user):
-    from chats.models import Chat
-
     foreign_chat = await Chat.objects.acreate(owner=other_user)
     foreign_turn = await Turn.objects.acreate(chat=foreign_chat, question="theirs")
     client = await connect(user, chat)
@@ -313,6 +311,31 @@ async def test_stop_closes_upstream_and_keeps_the_partial_answer(connect, user, 
     turn = await get_turn(turn_id)
     assert turn.status == Turn.Status.STOPPED
     assert turn.answer_text == "Partial"
+
+
+async def test_stopping_one_turn_leaves_the_other_runs_of_its_process_streaming(
+    connect, user, chat, upstream
+):
+    """The process's runs share one stop listener; a request stops only the turn it names."""
+    other_chat = await Chat.objects.acreate(owner=user)
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "First"}), Stall()]))
+    upstream.queue(Reply(body=[sse({"type": "ANSWER", "content": "Second"}), Stall()]))
+    client, other_client = await connect(user, chat), await connect(user, other_chat)
+    turn_id = await ask(client)
+    await client.receive_until("turn.events", turn_id=turn_id)
+    other_turn_id = await ask(other_client)
+    await other_client.receive_until("turn.events", turn_id=other_turn_id)
+    listeners = [t for t in asyncio.all_tasks() if t.get_name() == "turn-stop-listener"]
+    assert len(listeners) == 1
+
+    await client.send({"type": "stop", "turn_id": turn_id})
+    frames = await client.receive_until("turn.finished", turn_id=turn_id)
+    assert frames[-1]["status"] == "stopped"
+    assert (await get_turn(other_turn_id)).status == Turn.Status.STREAMING
+    await other_client.send({"type": "stop", "turn_id": other_turn_id})
+    frames = await other_client.receive_until("turn.finished", turn_id=other_turn_id)
+    assert frames[-1]["status"] == "stopped"
+    assert (await get_turn(other_turn_id)).answer_text == "Second"
 
 
 async def test_closing_the_tab_does_not_stop_the_answer(connect, user, chat, upstream):
@@ -484,8 +507,6 @@ async def test_a_lapsed_lease_is_swept_while_running(connect, user, chat, settin
 async def test_sockets_past_the_per_user_cap_are_told_and_closed_with_4429(
     connect, user, other_user, chat, settings
 ):
-    from chats.models import Chat, OpenSocket
-
     settings.WS_MAX_SOCKETS_PER_USER = 2
     first = await connect(user, chat)
     await connect(user, chat)
@@ -506,8 +527,6 @@ async def test_sockets_of_a_dead_process_stop_counting_when_their_lease_lapses(
     from datetime import timedelta
 
     from django.utils import timezone
-
-    from chats.models import OpenSocket
 
     settings.WS_MAX_SOCKETS_PER_USER = 2
     lapsed = timezone.now() - timedelta(seconds=1)
@@ -572,7 +591,6 @@ async def test_twenty_asks_at_once_reach_the_agent_at_most_three_times(
     connect, user, upstream, settings, chats
 ):
     """20 asks sent together, in one chat or spread over five, start at most 3 runs."""
-    from chats.models import Chat
     from chats.run.registry import get_registry
 
     assert settings.AGENT_MAX_CONCURRENT_TURNS == 3
@@ -602,7 +620,6 @@ def test_turn_start_counts_concurrent_asks_across_database_connections(user, set
     from django.db import connection
 
     from chats.errors import TurnStartError
-    from chats.models import Chat
     from chats.services import turn_start
 
     chats = [Chat.objects.create(owner=user) for _ in range(5)]
