@@ -1,11 +1,11 @@
 """The channel layer of a single process (no REDIS_URL): channels' in-memory layer, swept less.
 
 channels' `InMemoryChannelLayer` walks every channel and every group membership for expired
-entries on each `receive` and `group_send`. Each streaming run waits for a stop request on a
-channel of its own (`chats.run.registry.RunRegistry`), so 200 runs starting together made 200 walks
-over ~800 entries: ~0.8 ms each, ~5% of the event loop's time under that load
-(docs/PERFORMANCE.md, "Channels' per-message wrappers skipped"). Expiry is housekeeping (messages
-nobody received within `expiry`, memberships older than a day), so once a second is soon enough.
+entries on each `receive` and `group_send`. Every open page waits on a channel of its own and
+belongs to its user's groups, so with 200 pages open each receive walked hundreds of entries, a
+share of the event loop's time that showed under load (docs/PERFORMANCE.md, "Channels'
+per-message wrappers skipped"). Expiry is housekeeping (messages nobody received within
+`expiry`, memberships older than a day), so once a second is soon enough.
 """
 
 from __future__ import annotations
