@@ -77,15 +77,19 @@ class RunRegistry:
 
     async def hear_stop_requests(self) -> None:
         """Return once this process's stop listener is in the stop requests' group (started
-        with the first run, and again if it has ended). A listener that cannot join is logged,
-        and the runs carry on: one that cannot be stopped ends by itself or by its limits."""
+        with the first run, and again if it has ended). A listener that cannot join is logged
+        and the runs carry on; the heartbeat starts another (`keep_stop_listener`)."""
+        await asyncio.shield(self._started_stop_listener())
+
+    def _started_stop_listener(self) -> asyncio.Future[str | None]:
+        """The running listener's channel, to come; a listener is started if none runs."""
         if self._stop_listener is None or self._stop_listener.done():
             self._stop_channel = asyncio.get_running_loop().create_future()
             self._stop_listener = shared_task(
                 self._listen_for_stops(self._stop_channel), name="turn-stop-listener"
             )
         assert self._stop_channel is not None
-        await asyncio.shield(self._stop_channel)
+        return self._stop_channel
 
     async def _listen_for_stops(self, joined: asyncio.Future[str | None]) -> None:
         layer = get_channel_layer()
@@ -119,11 +123,14 @@ class RunRegistry:
             return None
         return self._stop_channel.result()
 
-    async def _renew_stop_listener(self) -> None:
-        """Keep the listener in its group: the channel layer forgets a member after the
-        group's expiry (a day by default) unless it is added again."""
+    async def keep_stop_listener(self) -> None:
+        """Keep the listener in its group while runs stream (the heartbeat's): the channel
+        layer forgets a member after the group's expiry (a day by default) unless it is added
+        again, and a listener the layer failed (Redis restarting) is started again."""
         if (channel := self._listening_channel()) is not None:
             await get_channel_layer().group_add(stop_requests_group(), channel)
+        elif self.runs:
+            self._started_stop_listener()  # not awaited: the leases must not wait for Redis
 
     async def _close_stop_listener(self) -> None:
         """Ask the listener to return rather than cancel it: channels_redis reads every channel
@@ -149,9 +156,10 @@ class RunRegistry:
             except Exception:
                 logger.exception("Renewing the leases of running turns failed")
             try:
-                await self._renew_stop_listener()
+                async with asyncio.timeout(settings.TURN_HEARTBEAT_SECONDS):  # leases come first
+                    await self.keep_stop_listener()
             except Exception:
-                logger.exception("Renewing the stop listener's place in its group failed")
+                logger.exception("Keeping the stop listener in its group failed")
             try:
                 await sweep_orphans()
             except Exception:

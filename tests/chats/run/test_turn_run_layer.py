@@ -1,4 +1,5 @@
-"""The process's stop listener shares its channel-layer receive with every page."""
+"""The process's stop listener: it shares its channel-layer receive with every page, and the
+heartbeat keeps it listening."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import os
 import pytest
 from channels.layers import get_channel_layer
 
-from chats.run.registry import RunRegistry
+from chats.run.registry import LISTENER_CLOSE, RunRegistry, request_stop
+from tests.waiting import wait_until
 
 
 class FinishingRun:
@@ -48,3 +50,35 @@ async def test_runs_ending_and_the_listener_closing_lose_no_message_meant_for_a_
         await registry.shutdown()  # its stop listener leaves
         messages.append(await received(page))
     assert messages == [{"type": "turn.finished", "turn_id": 1}] * 30
+
+
+class WaitingRun:
+    """Stands in for TurnRun: streams until it is stopped."""
+
+    def __init__(self, turn_id: int) -> None:
+        self.turn_id = turn_id
+        self.task = None
+        self.stop_requested = False
+        self.finishing = False
+        self.began = True
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_a_stop_listener_the_layer_ended_is_started_again_by_the_heartbeat():
+    registry = RunRegistry()
+    run = WaitingRun(turn_id=7)
+    registry.runs[run.turn_id] = run
+    run.task = asyncio.create_task(registry._supervise(run))
+    await wait_until(lambda: registry._listening_channel() is not None)
+    ended = registry._stop_listener
+    await get_channel_layer().send(registry._listening_channel(), {"type": LISTENER_CLOSE})
+    await wait_until(ended.done)
+
+    await registry.keep_stop_listener()
+    await wait_until(lambda: registry._listening_channel() is not None)
+    await request_stop(run.turn_id)
+    await wait_until(run.task.done, what="the run stopped")
+    assert run.stop_requested
+    await registry.shutdown()
