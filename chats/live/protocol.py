@@ -2,7 +2,7 @@
 
 Browser → server: `ask`, `rerun`, `stop`, `sync`, validated by `parse_client_frame`.
 Server → browser: `turn.started`, `turn.events`, `turn.notice`, `turn.finished`, `turn.checked`
-(a finished turn's card again, once its cited pages are read: chats/verify/) and `error`,
+(a finished turn's answer again, once its cited pages are read: chats/verify/) and `error`,
 each built by one function here and described by a TypedDict schema that
 `tests/chats/live/test_protocol.py` checks every built frame against.
 Between server processes: `turn.stop` (naming its turn) on the group of every process that
@@ -290,7 +290,7 @@ class EventView(TypedDict):
 
 
 # The frames that carry a turn's card.
-CardKind = Literal["turn.started", "turn.finished", "turn.checked"]
+CardKind = Literal["turn.started", "turn.finished"]
 
 
 class TurnCardFrame(TypedDict):
@@ -303,6 +303,15 @@ class TurnCardFrame(TypedDict):
     # question, or renamed since): the page and its chat list entry show them without a reload.
     chat_title: NotRequired[str]
     page_title: NotRequired[str]
+
+
+class TurnCheckedFrame(TypedDict):
+    """A finished turn's answer again, its claims checked against the pages they cite: the page
+    puts it in place of the card's answer; the rest of the card is as `turn.finished` left it."""
+
+    type: Literal["turn.checked"]
+    turn_id: int
+    answer_html: str
 
 
 class TurnEventsFrame(TypedDict):
@@ -343,12 +352,14 @@ class AccessChangedMessage(TypedDict):
     type: Literal["access.changed"]
 
 
-ChatFrame = TurnCardFrame | TurnEventsFrame | TurnNoticeFrame  # what a chat's pages are sent
+ChatFrame = (
+    TurnCardFrame | TurnCheckedFrame | TurnEventsFrame | TurnNoticeFrame
+)  # to a chat's pages
 
 SERVER_FRAMES: dict[str, type] = {
     "turn.started": TurnCardFrame,
     "turn.finished": TurnCardFrame,
-    "turn.checked": TurnCardFrame,
+    "turn.checked": TurnCheckedFrame,
     "turn.events": TurnEventsFrame,
     "turn.notice": TurnNoticeFrame,
     "error": ErrorFrame,
@@ -377,6 +388,10 @@ def turn_card(
         frame["chat_title"] = display.chat_heading(chat_title)
         frame["page_title"] = display.page_title(chat_title)
     return frame
+
+
+def turn_checked(turn_id: int, answer_html: str) -> TurnCheckedFrame:
+    return TurnCheckedFrame(type="turn.checked", turn_id=turn_id, answer_html=answer_html)
 
 
 def turn_events(turn_id: int, events: list[EventView]) -> TurnEventsFrame:

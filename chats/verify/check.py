@@ -7,10 +7,10 @@ answer (`PagesToCheck`): the pages come from the cache (`citations.SourcePage`, 
 SOURCE_FETCH_MAX_AGE_HOURS) or are fetched (`chats.verify.fetch`), the best passage of each page
 is chosen for each claim and the figures checked again (`citations.pages.with_pages`), the
 references and the cited HTML are stored, and the turn is handed back to the run, which sends
-its pages the new card (a `turn.checked` frame).
+its pages the checked answer (a `turn.checked` frame).
 
 Answers that end together start their checks together: their cache lookups go to the database
-in one trip, their results in another, and their cards in one publish, as finishes do
+in one trip, their results in another, and their answers in one publish, as finishes do
 (`chats.loop.batches`); checking and rendering an answer again runs on the CPU thread
 (`chats.loop.cpu_thread`), so a burst of checks holds up no finish queued for the database.
 

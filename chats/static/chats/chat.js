@@ -171,10 +171,13 @@
     updateComposer();
   }
 
-  // A finished turn's card again, its claims checked against the pages they cite.
+  // A finished turn's answer again, its claims checked against the pages they cite: the rest
+  // of its card is as turn.finished left it.
   function onTurnChecked(frame) {
     const card = cardFor(frame.turn_id);
-    if (card && card.dataset.status !== "streaming") card.outerHTML = frame.html;
+    if (!card || card.dataset.status === "streaming") return;
+    const answer = card.querySelector(":scope > .answer.cited");
+    if (answer) answer.innerHTML = frame.answer_html; // sanitised by the server, as the card is
   }
 
   // Each field of an event view says what to do with it (chats/live/protocol.py, EventView).

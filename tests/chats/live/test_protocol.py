@@ -126,7 +126,7 @@ def test_every_server_frame_matches_its_schema():
             "turn.started", turn_id=2, parent_id=1, status="streaming", html="<p>", chat_title="T"
         ),
         protocol.turn_card("turn.finished", turn_id=2, parent_id=1, status="complete", html="x"),
-        protocol.turn_card("turn.checked", turn_id=2, parent_id=1, status="complete", html="y"),
+        protocol.turn_checked(2, "<p>y</p>"),
         protocol.turn_events(2, views_of_every_event()),
         protocol.turn_events(2, [stored_event_view(1, {"no": "type"})]),
         protocol.turn_notice(2, "Rate limited. Retrying in 2 s."),

@@ -76,7 +76,7 @@ async def test_the_claim_whose_figure_the_page_lacks_is_flagged_live_and_stored(
     finished = (await client.receive_until("turn.finished", turn_id=turn_id, timeout=30))[-1]
     assert "Checking 1 source…" in finished["html"]
     checked = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]
-    html = checked["html"]
+    html = checked["answer_html"]
     assert "2 cited claims: 1 figure found, 1 not found." in html
     assert "38% not found in its source" in html
     assert "12% and $4.1 billion found in its source" in html
@@ -129,7 +129,9 @@ async def test_a_private_source_is_never_requested_and_its_claims_are_not_checke
     settings.SOURCE_FETCH_ALLOWED_HOSTS = []
     _, client, turn_id = await ask_gemini(connect, user, gemini, news.url + REDIRECT)
 
-    html = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]["html"]
+    html = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1][
+        "answer_html"
+    ]
     assert news.requests == []
     assert "2 cited claims: 2 not read." in html
     assert " checked" not in html.split("claim-summary")[1].split("</p>")[0]
@@ -599,7 +601,7 @@ async def test_a_claim_sharing_no_word_with_its_page_is_flagged_live_and_after_a
 
     checked = (await client.receive_until("turn.checked", turn_id=turn_id, timeout=30))[-1]
     summary = "2 cited claims: 1 figure found, 1 not found."
-    for html in (checked["html"], (await Turn.objects.aget(pk=turn_id)).answer_html):
+    for html in (checked["answer_html"], (await Turn.objects.aget(pk=turn_id)).answer_html):
         assert f'<p class="claim-summary">{summary}</p>' in html
         assert (
             '<p class="evidence-check evidence-check-flagged">38% not found in its source</p>'
