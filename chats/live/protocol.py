@@ -352,9 +352,8 @@ class AccessChangedMessage(TypedDict):
     type: Literal["access.changed"]
 
 
-ChatFrame = (
-    TurnCardFrame | TurnCheckedFrame | TurnEventsFrame | TurnNoticeFrame
-)  # to a chat's pages
+# What a chat's pages are sent.
+ChatFrame = TurnCardFrame | TurnCheckedFrame | TurnEventsFrame | TurnNoticeFrame
 
 SERVER_FRAMES: dict[str, type] = {
     "turn.started": TurnCardFrame,

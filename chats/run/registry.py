@@ -113,7 +113,7 @@ class RunRegistry:
                         run.task.cancel()
         except asyncio.CancelledError:
             raise
-        except Exception:  # the layer went away (shutdown); the next run starts another
+        except Exception:  # the layer failed (Redis restarting): the heartbeat starts another
             logger.warning("The stop listener ended", exc_info=True)
 
     def _listening_channel(self) -> str | None:
