@@ -7,8 +7,8 @@ is what a run costs the process beside its stream, in turns, a round each:
 
 - a listener a run: a channel of its own in a group of its own (`turn.<id>.control`), a task
   receiving on it, then leaving the group and closing the task with a message to its channel;
-- the process's listener: `chats.run.registry.RunRegistry.hear_stop_requests`, the one listener
-  every run of the process shares (started by the first, closed once at the end).
+- the process's listener: `chats.run.registry.StopListener`, the one listener every run of the
+  process shares (started by the first, closed once at the end).
 
 On the Redis channel layer (db 13 of 127.0.0.1:6379, flushed before and after) or, with
 `--in-memory`, the site's in-memory layer. Figures: this process's CPU time per run, median of
@@ -57,7 +57,7 @@ async def rounds(runs: int, hold: float, count: int) -> dict[str, list[float]]:
     from chats.run.registry import RunRegistry
 
     async def the_process_listener(registry: RunRegistry) -> None:
-        await registry.hear_stop_requests()
+        await registry.stops.listening()
         await asyncio.sleep(hold)
 
     figures: dict[str, list[float]] = {"a listener a run": [], "the process's listener": []}
@@ -69,7 +69,7 @@ async def rounds(runs: int, hold: float, count: int) -> dict[str, list[float]]:
         registry = RunRegistry()
         cpu = time.process_time()
         await asyncio.gather(*(the_process_listener(registry) for _ in range(runs)))
-        await registry._close_stop_listener()
+        await registry.stops.close()
         figures["the process's listener"].append((time.process_time() - cpu) / runs)
     layer = get_channel_layer()
     await layer.flush()

@@ -30,15 +30,91 @@ logger = logging.getLogger(__name__)
 LISTENER_CLOSE = "turn.listener.close"
 
 
+class StopListener:
+    """This process's one listener in the stop requests' group (`stop_requests_group`): a
+    request names its turn, and this process's run of it, if any, is stopped."""
+
+    def __init__(self, runs: dict[int, TurnRun]) -> None:
+        self.runs = runs  # the registry's
+        self.task: asyncio.Task | None = None
+        # Its channel once it is in the group (None if it could not join).
+        self._channel: asyncio.Future[str | None] | None = None
+
+    async def listening(self) -> None:
+        """Return once the listener is in the group (started by the first run, and again if it
+        has ended). A listener that cannot join is logged and the runs carry on; the heartbeat
+        starts another (`keep`)."""
+        await asyncio.shield(self._started())
+
+    def _started(self) -> asyncio.Future[str | None]:
+        """The running listener's channel, to come; a listener is started if none runs."""
+        if self.task is None or self.task.done():
+            self._channel = asyncio.get_running_loop().create_future()
+            self.task = shared_task(self._listen(self._channel), name="turn-stop-listener")
+        assert self._channel is not None
+        return self._channel
+
+    async def _listen(self, joined: asyncio.Future[str | None]) -> None:
+        layer = get_channel_layer()
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(stop_requests_group(), channel)
+        except Exception:
+            joined.set_result(None)
+            logger.warning("This process cannot hear stop requests", exc_info=True)
+            return
+        joined.set_result(channel)
+        try:
+            while True:
+                message = await layer.receive(channel)
+                if message.get("type") == LISTENER_CLOSE:
+                    return
+                if message.get("type") == "turn.stop":
+                    run = self.runs.get(message.get("turn_id"))  # None: not this process's
+                    if run is not None and run.task is not None and not run.stop_requested:
+                        run.stop_requested = True
+                        run.task.cancel()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the layer failed (Redis restarting): the heartbeat starts another
+            logger.warning("The stop listener ended", exc_info=True)
+
+    def channel(self) -> str | None:
+        """The listener's channel while it listens in the group, else None."""
+        listening = self.task is not None and not self.task.done()
+        if not listening or self._channel is None or not self._channel.done():
+            return None
+        return self._channel.result()
+
+    async def keep(self) -> None:
+        """Keep the listener in its group while runs stream (the heartbeat's): the channel
+        layer forgets a member after the group's expiry (a day by default) unless it is added
+        again, and a listener the layer failed (Redis restarting) is started again."""
+        if (channel := self.channel()) is not None:
+            await get_channel_layer().group_add(stop_requests_group(), channel)
+        elif self.runs:
+            self._started()  # not awaited: the leases must not wait for Redis
+
+    async def close(self) -> None:
+        """Ask the listener to return rather than cancel it: channels_redis reads every channel
+        of a process in one shared receive, and cancelling it mid-read drops a message that was
+        meant for another channel, such as a page's turn.finished."""
+        if (channel := self.channel()) is None:
+            return
+        layer = get_channel_layer()
+        await layer.group_discard(stop_requests_group(), channel)
+        await layer.send(channel, {"type": LISTENER_CLOSE})
+        assert self.task is not None
+        await asyncio.wait([self.task], timeout=5)
+
+
 class RunRegistry:
     """The runs of this process: keeps their tasks alive, renews their leases, sweeps orphans."""
 
     def __init__(self) -> None:
         self.runs: dict[int, TurnRun] = {}
         self._heartbeat: asyncio.Task | None = None
-        self._stop_listener: asyncio.Task | None = None
-        # The listener's channel once it is in the group (None if it could not join).
-        self._stop_channel: asyncio.Future[str | None] | None = None
+        self.stops = StopListener(self.runs)
 
     async def start(
         self,
@@ -70,79 +146,10 @@ class RunRegistry:
     async def _supervise(self, run: TurnRun) -> None:
         try:
             # Its page may ask to stop it as soon as it shows the turn.
-            await self.hear_stop_requests()
+            await self.stops.listening()
             await run.run()
         finally:
             self.runs.pop(run.turn_id, None)
-
-    async def hear_stop_requests(self) -> None:
-        """Return once this process's stop listener is in the stop requests' group (started
-        with the first run, and again if it has ended). A listener that cannot join is logged
-        and the runs carry on; the heartbeat starts another (`keep_stop_listener`)."""
-        await asyncio.shield(self._started_stop_listener())
-
-    def _started_stop_listener(self) -> asyncio.Future[str | None]:
-        """The running listener's channel, to come; a listener is started if none runs."""
-        if self._stop_listener is None or self._stop_listener.done():
-            self._stop_channel = asyncio.get_running_loop().create_future()
-            self._stop_listener = shared_task(
-                self._listen_for_stops(self._stop_channel), name="turn-stop-listener"
-            )
-        assert self._stop_channel is not None
-        return self._stop_channel
-
-    async def _listen_for_stops(self, joined: asyncio.Future[str | None]) -> None:
-        layer = get_channel_layer()
-        try:
-            channel = await layer.new_channel()
-            await layer.group_add(stop_requests_group(), channel)
-        except Exception:
-            joined.set_result(None)
-            logger.warning("This process cannot hear stop requests", exc_info=True)
-            return
-        joined.set_result(channel)
-        try:
-            while True:
-                message = await layer.receive(channel)
-                if message.get("type") == LISTENER_CLOSE:
-                    return
-                if message.get("type") == "turn.stop":
-                    run = self.runs.get(message.get("turn_id"))  # None: not this process's
-                    if run is not None and run.task is not None and not run.stop_requested:
-                        run.stop_requested = True
-                        run.task.cancel()
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # the layer failed (Redis restarting): the heartbeat starts another
-            logger.warning("The stop listener ended", exc_info=True)
-
-    def _listening_channel(self) -> str | None:
-        """The stop listener's channel while it listens in the group, else None."""
-        listening = self._stop_listener is not None and not self._stop_listener.done()
-        if not listening or self._stop_channel is None or not self._stop_channel.done():
-            return None
-        return self._stop_channel.result()
-
-    async def keep_stop_listener(self) -> None:
-        """Keep the listener in its group while runs stream (the heartbeat's): the channel
-        layer forgets a member after the group's expiry (a day by default) unless it is added
-        again, and a listener the layer failed (Redis restarting) is started again."""
-        if (channel := self._listening_channel()) is not None:
-            await get_channel_layer().group_add(stop_requests_group(), channel)
-        elif self.runs:
-            self._started_stop_listener()  # not awaited: the leases must not wait for Redis
-
-    async def _close_stop_listener(self) -> None:
-        """Ask the listener to return rather than cancel it: channels_redis reads every channel
-        of a process in one shared receive, and cancelling it mid-read drops a message that was
-        meant for another channel, such as a page's turn.finished."""
-        if (channel := self._listening_channel()) is None:
-            return
-        layer = get_channel_layer()
-        await layer.group_discard(stop_requests_group(), channel)
-        await layer.send(channel, {"type": LISTENER_CLOSE})
-        assert self._stop_listener is not None
-        await asyncio.wait([self._stop_listener], timeout=5)
 
     def ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
@@ -157,7 +164,7 @@ class RunRegistry:
                 logger.exception("Renewing the leases of running turns failed")
             try:
                 async with asyncio.timeout(settings.TURN_HEARTBEAT_SECONDS):  # leases come first
-                    await self.keep_stop_listener()
+                    await self.stops.keep()
             except Exception:
                 logger.exception("Keeping the stop listener in its group failed")
             try:
@@ -189,7 +196,7 @@ class RunRegistry:
                 self.runs.pop(run.turn_id, None)
         if self._heartbeat:
             self._heartbeat.cancel()
-        await self._close_stop_listener()
+        await self.stops.close()
 
 
 async def sweep_orphans() -> None:

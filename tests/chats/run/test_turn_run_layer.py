@@ -71,13 +71,13 @@ async def test_a_stop_listener_the_layer_ended_is_started_again_by_the_heartbeat
     run = WaitingRun(turn_id=7)
     registry.runs[run.turn_id] = run
     run.task = asyncio.create_task(registry._supervise(run))
-    await wait_until(lambda: registry._listening_channel() is not None)
-    ended = registry._stop_listener
-    await get_channel_layer().send(registry._listening_channel(), {"type": LISTENER_CLOSE})
+    await wait_until(lambda: registry.stops.channel() is not None)
+    ended = registry.stops.task
+    await get_channel_layer().send(registry.stops.channel(), {"type": LISTENER_CLOSE})
     await wait_until(ended.done)
 
-    await registry.keep_stop_listener()
-    await wait_until(lambda: registry._listening_channel() is not None)
+    await registry.stops.keep()
+    await wait_until(lambda: registry.stops.channel() is not None)
     await request_stop(run.turn_id)
     await wait_until(run.task.done, what="the run stopped")
     assert run.stop_requested
