@@ -2,8 +2,9 @@
 
 On PostgreSQL they go in by one COPY. Django's `bulk_create` there is an `INSERT ... SELECT
 FROM UNNEST(arrays)`, whose arrays psycopg quotes element by element in Python (client-side
-binding): a finish's references took 109 µs a row that way and 52 by COPY, the server's work
-included (docs/PERFORMANCE.md, "A finish's references go in by COPY"). Elsewhere,
+binding). On SQLite they go in by a few multi-row INSERTs of the driver's own: `bulk_create`
+compiles its statement value by value. Either way a row cost about half what `bulk_create`
+took (docs/PERFORMANCE.md, "A finish's references go in without bulk_create"). Elsewhere,
 `bulk_create`.
 
 Each value is what `bulk_create` would send: the field's `pre_save`, then its
@@ -13,8 +14,11 @@ Each value is what `bulk_create` would send: the field's `pre_save`, then its
 from __future__ import annotations
 
 import datetime
+import functools
 import json
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 from django.db import connections, router
@@ -32,13 +36,19 @@ def insert_rows(model: type[Model], objs: Iterable[Model]) -> None:
     if not objs:
         return
     db = connections[router.db_for_write(model)]
-    if db.vendor != "postgresql":
+    if db.vendor not in ("postgresql", "sqlite"):
         model.objects.using(db.alias).bulk_create(objs)
         return
     fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
-    lines = ["\t".join([_copy_value(field, obj, db) for field in fields]) + "\n" for obj in objs]
     table = db.ops.quote_name(model._meta.db_table)
     columns = ", ".join(db.ops.quote_name(f.column) for f in fields)
+    if db.vendor == "sqlite":
+        rows = [[_sqlite_value(field, obj, db) for field in fields] for obj in objs]
+        with db.wrap_database_errors:
+            db.ensure_connection()
+            _insert_sqlite(db.connection, table, columns, rows)
+        return
+    lines = ["\t".join([_copy_value(field, obj, db) for field in fields]) + "\n" for obj in objs]
     # The driver's own cursor (Django's wrapper has no COPY), its errors given Django's classes.
     with (
         db.cursor() as cursor,
@@ -68,3 +78,46 @@ def _copy_value(field: Any, obj: Model, db: Any) -> str:
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     raise TypeError(f"{type(value).__name__} in {field.name}: no COPY text for it here")
+
+
+def _sqlite_value(field: Any, obj: Model, db: Any) -> Any:
+    value = field.pre_save(obj, True)
+    if hasattr(value, "resolve_expression") and not isinstance(value, Value):
+        raise TypeError(f"{type(value).__name__} in {field.name}: an expression, not a value")
+    return field.get_db_prep_save(value, db)  # Value(None, JSONField()) is JSON's null here
+
+
+# SQLite's rows go in by multi-row INSERTs of a power-of-two size, so that a connection prepares
+# a few statements once and keeps them in its statement cache (chats.live.event_log writes its
+# rows the same way, and says why).
+SQLITE_ROWS = 1024
+
+
+def sqlite_insert_sizes(
+    raw: sqlite3.Connection, rows: int, values_per_row: int, other_values: int = 0
+) -> Iterator[tuple[int, int]]:
+    """(start, size) of each INSERT that writes `rows` rows: as many as SQLite's limit on a
+    statement's variables allows (999 before 3.32), at most SQLITE_ROWS, a power of two each."""
+    variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - other_values
+    most = min(SQLITE_ROWS, max(1, variables // values_per_row))
+    largest = 1 << (most.bit_length() - 1)
+    start = 0
+    while start < rows:
+        size = min(largest, 1 << ((rows - start).bit_length() - 1))
+        yield start, size
+        start += size
+
+
+def _insert_sqlite(
+    raw: sqlite3.Connection, table: str, columns: str, rows: list[list[Any]]
+) -> None:
+    width = len(rows[0])
+    for start, size in sqlite_insert_sizes(raw, len(rows), width):
+        values = chain.from_iterable(rows[start : start + size])
+        raw.execute(_sqlite_insert(table, columns, width, size), list(values))
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_insert(table: str, columns: str, width: int, size: int) -> str:
+    row = "(" + ",".join(["?"] * width) + ")"
+    return f"INSERT INTO {table} ({columns}) VALUES {','.join([row] * size)}"  # noqa: S608

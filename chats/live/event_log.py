@@ -40,7 +40,7 @@ from chats.loop.per_loop import PerLoop
 from chats.loop.ticks import Ticks, get_ticks
 from chats.metrics import EVENT_LOG_FLUSH, EVENTS_RELAYED
 from chats.models import Turn, TurnEvent
-from citations.new_rows import COPY_ESCAPES
+from citations.new_rows import COPY_ESCAPES, sqlite_insert_sizes
 
 logger = logging.getLogger(__name__)
 
@@ -423,21 +423,12 @@ class _DeleteOrphanedEvents:
 # busy (a tick's 300 rows took 40-175 ms beside a busy thread). The data goes in as text, so the
 # column's JSON check still judges it. These statements go past Django's cursor, so its query log
 # (DEBUG) and execute wrappers do not see them.
-SQLITE_ROWS = 1024
-
-
 def insert_sqlite_rows(
     raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
 ) -> None:
-    # A build of SQLite may allow fewer variables than 1 + 4 * SQLITE_ROWS (999 before 3.32).
-    variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    largest = 1 << (max(1, min(SQLITE_ROWS, (variables - 1) // 4)).bit_length() - 1)
-    start = 0
-    while start < len(rows):
-        size = min(largest, 1 << ((len(rows) - start).bit_length() - 1))
+    for start, size in sqlite_insert_sizes(raw, len(rows), 4, other_values=1):
         values = chain.from_iterable(rows[start : start + size])
         raw.execute(_sqlite_insert(table, size), [received_at, *values])
-        start += size
 
 
 @functools.cache

@@ -1,6 +1,9 @@
 """Rows inserted by `insert_rows` are the rows `bulk_create` stores, value for value."""
 
+import sqlite3
+
 import pytest
+from django.db import connection
 from django.db.models import JSONField, Value
 
 from citations.models import Reference, Source
@@ -63,3 +66,27 @@ def test_rows_are_stored_as_bulk_create_stores_them(make_turn):
 def test_nothing_to_insert_is_no_statement(django_assert_num_queries):
     with django_assert_num_queries(0):
         insert_rows(Reference, [])
+
+
+def test_rows_past_sqlites_limit_on_variables_go_in_several_statements(make_turn):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's limit on a statement's variables")
+    source = Source.objects.create(key="doc-1", name="Doc", data={})
+    turn = make_turn()
+    connection.ensure_connection()
+    raw = connection.connection
+    limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    inserts: list[str] = []
+    raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)  # 6 rows of 15 values: 4 a statement
+    raw.set_trace_callback(lambda sql: inserts.append(sql) if sql.startswith("INSERT") else None)
+    try:
+        insert_rows(
+            Reference,
+            [Reference(turn=turn, position=i, source=source, data={"i": i}) for i in range(37)],
+        )
+    finally:
+        raw.set_trace_callback(None)
+        raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, limit)
+    assert len(inserts) == 10  # 9 of 4 rows, then 1
+    rows = Reference.objects.filter(turn=turn).values_list("position", "data", "source_id")
+    assert list(rows) == [(i, {"i": i}, source.pk) for i in range(37)]
