@@ -34,7 +34,7 @@ from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
 from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
-from chats.run.asks import ask_start, session_check
+from chats.run.asks import SessionCheck, ask_start
 from chats.run.cards import turn_card_frames
 from chats.run.registry import request_stop
 from chats.run.rerun import rerun_ask
@@ -237,7 +237,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _start(self, ask: TurnAsk) -> None:
         # The logout closes the socket through the user's group; the session check also holds
         # when that message is lost or the socket is mid-close.
-        session_is_alive = session_check(self.scope.get("session"))
+        session_is_alive = SessionCheck(self.scope.get("session"))
         started = await ask_start(ask, session_is_alive)  # refusals: RequestRefused
         if started is None:  # the asker's session has ended
             await self.session_end({})

@@ -29,7 +29,7 @@ from chats.agent.providers.workflows import MODELS, TIME_RANGES
 from chats.agent.request import Workflow
 from chats.errors import TurnStartError
 from chats.models import Chat, WorkflowTemplate
-from chats.run.asks import ask_start, session_check
+from chats.run.asks import SessionCheck, ask_start
 from chats.run.storable import storable_text
 from chats.services import TurnAsk
 
@@ -191,7 +191,7 @@ async def workflow_run(request: HttpRequest) -> HttpResponse:
     user = await request.auser()
     try:
         ask = await database_sync_to_async(workflow_ask)(user=user, form=request.POST)
-        started = await ask_start(ask, session_check(request.session))
+        started = await ask_start(ask, SessionCheck(request.session))
     except (WorkflowError, TurnStartError) as refused:
         return await database_sync_to_async(_page)(request, error=str(refused))
     if started is None:  # signed out meanwhile (another tab): nothing was started

@@ -17,7 +17,7 @@ from django.urls import reverse
 from chats.errors import ErrorCode, TurnStartError
 from chats.models import Chat, Turn, WorkflowTemplate
 from chats.pages.workflows import placeholders, workflow_ask
-from chats.run.asks import ask_start, session_check
+from chats.run.asks import SessionCheck, ask_start
 from chats.services import TurnAsk, turn_start
 from demo_agent import DemoAgentApp
 from demo_agent.scripted import Drop, Reply, Stall, answer_stream
@@ -305,6 +305,6 @@ async def test_a_workflow_asked_as_its_session_ends_starts_nothing(web, user, se
     session = SessionStore(session_key=web.cookies[settings.SESSION_COOKIE_NAME].value)
     ask = await database_sync_to_async(workflow_ask)(user=user, form={"workflow": "id:tmpl-1"})
     await database_sync_to_async(session.delete)()  # signed out in another tab
-    assert await ask_start(ask, session_check(session)) is None
+    assert await ask_start(ask, SessionCheck(session)) is None
     assert not await Chat.objects.filter(owner=user).aexists()
     assert upstream.payloads == []

@@ -6,12 +6,14 @@ import asyncio
 
 import pytest
 from channels.db import database_sync_to_async
+from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils.functional import LazyObject
 
 from chats.errors import ErrorCode, TurnStartError
 from chats.models import Chat, Turn
-from chats.run.asks import ask_start, get_ask_batches
+from chats.run.asks import Asked, SessionCheck, Started, _start_asks, ask_start, get_ask_batches
 from chats.services import TurnAsk, turn_start, turn_start_many
 from demo_agent.scripted import Reply
 from tests.chats.conftest import events_of
@@ -97,6 +99,39 @@ def test_an_ask_for_a_turn_elsewhere_is_refused_alone(analysts):
     assert isinstance(outcomes[0], TurnStartError)
     assert "not in this chat" in str(outcomes[0])
     assert outcomes[1].turn.chat_id == chats[0].pk
+
+
+def test_the_sessions_of_asks_started_together_are_looked_up_in_one_query(analysts):
+    chats = [Chat.objects.create(owner=user) for user in analysts[:4]]
+    sessions = [SessionStore() for _ in chats]
+    for session in sessions:
+        session.create()
+    sessions[1].delete()  # signed out in another tab as the page asked
+    sessions[3] = LazyObject()  # a websocket's session, as channels' middleware gives it
+    sessions[3]._wrapped = SessionStore(session_key=sessions[0].session_key)
+
+    def broken() -> bool:
+        raise ConnectionError("the token store is down")
+
+    checks = [
+        SessionCheck(sessions[0]),
+        SessionCheck(sessions[1]),
+        broken,
+        SessionCheck(sessions[3]),
+    ]
+    batch = [Asked(ask, check) for ask, check in zip(asks_for(chats), checks, strict=True)]
+    with CaptureQueriesContext(connection) as queries:
+        outcomes = _start_asks(batch)
+    assert len([q for q in queries.captured_queries if "django_session" in q["sql"]]) == 1
+    assert [type(o).__name__ for o in outcomes] == [
+        "Started",
+        "NoneType",
+        "ConnectionError",
+        "Started",
+    ]
+    started = {o.turn.turn.chat_id for o in outcomes if isinstance(o, Started)}
+    assert started == {chats[0].pk, chats[3].pk}
+    assert Turn.objects.count() == 2
 
 
 # --- Through the queue and the websocket -----------------------------------------------------
