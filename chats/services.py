@@ -408,11 +408,16 @@ def _store_ends(ends: list[TurnEnd]) -> list[Turn | None]:
         turn.answer_html = rendered.html
         turn.charts = rendered.charts
         turn.tool_error_count = transcript.tool_errors
+        # An answer cut short keeps citations the agent made for the whole of it: those past
+        # its end are said to be so, not called malformed.
+        cut_short = end.status != Turn.Status.COMPLETE
+        past_the_cut = len(rendered.cited.references_past_the_end) if cut_short else 0
         turn.notices = display.turn_notices(
             skipped=transcript.skipped,
             skipped_lines=transcript.skipped_lines,
             malformed_lines=end.malformed_lines,
-            dropped_citations=len(rendered.cited.invalid_references),
+            dropped_citations=len(rendered.cited.invalid_references) - past_the_cut,
+            citations_past_the_cut=past_the_cut,
         )
         turn.finished_at = now
         turn.lease_expires_at = None

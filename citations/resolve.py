@@ -9,6 +9,7 @@ Pure (no database, no rendering, no provider) so that the live run, the stored t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,6 +155,17 @@ class CitedAnswer:
     def invalid_references(self) -> list[ResolvedReference]:
         return [r for r in self.references if not r.is_valid]
 
+    @property
+    def references_past_the_end(self) -> list[ResolvedReference]:
+        """The invalid references whose one fault is a span reaching past the answer's end:
+        what an answer cut short keeps of citations made for the whole of it."""
+        length = len(self.answer)
+        return [
+            r
+            for r in self.invalid_references
+            if not _problem(r.citation, math.inf) and (r.citation.end or 0) > length
+        ]
+
 
 def resolve_citations(
     *, answer: str, citations: Sequence[Citation], tool_calls: Sequence[ToolCall] = ()
@@ -221,7 +233,7 @@ def resolve_citations(
     )
 
 
-def _problem(citation: Citation, answer_length: int) -> str:
+def _problem(citation: Citation, answer_length: float) -> str:
     """Return why a citation cannot be shown, or "" when it can."""
     start, end = citation.start, citation.end
     if citation.problem:

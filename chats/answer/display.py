@@ -109,11 +109,17 @@ def degraded_notice(tool_errors: int) -> str:
 
 
 def turn_notices(
-    *, skipped: list[str], skipped_lines: int, malformed_lines: int, dropped_citations: int
+    *,
+    skipped: list[str],
+    skipped_lines: int,
+    malformed_lines: int,
+    dropped_citations: int,
+    citations_past_the_cut: int = 0,
 ) -> list[str]:
     """Return what of the agent's stream the turn could not show, one sentence each: lines
-    over a limit (said by the reader), unreadable lines, and citations that could not be read
-    or placed. Stored with the turn, so nothing is lost in silence."""
+    over a limit (said by the reader), unreadable lines, citations that could not be read or
+    placed, and those of an answer cut short (stopped, interrupted, over a limit) that point
+    past where it stops. Stored with the turn, so nothing is lost in silence."""
     notices = list(skipped)
     unreadable = malformed_lines - skipped_lines
     if unreadable > 0:
@@ -122,11 +128,16 @@ def turn_notices(
             f"{unreadable:,} {lines} of the agent's stream could not be read and {verb} skipped."
         )
     if dropped_citations:
-        citations = "citation" if dropped_citations == 1 else "citations"
         verb = "was" if dropped_citations == 1 else "were"
         notices.append(
-            f"{dropped_citations:,} of the agent's {citations} {verb} malformed or did not fit"
+            f"{dropped_citations:,} of the agent's citations {verb} malformed or did not fit"
             " the answer, and not shown."
+        )
+    if citations_past_the_cut:
+        point, verb = ("points", "is") if citations_past_the_cut == 1 else ("point", "are")
+        notices.append(
+            f"{citations_past_the_cut:,} of the agent's citations {point} past where this"
+            f" answer stops, and {verb} not shown."
         )
     return notices
 

@@ -48,6 +48,13 @@ def test_a_span_may_end_exactly_at_the_end_of_the_answer():
     assert cited.markers[0].offset == len(ANSWER)
 
 
+def test_only_spans_past_the_end_are_references_past_the_end():
+    past, malformed = ref(20, 60, bigdata("p")), ref(-1, 60, bigdata("m"))
+    cited = cite(ANSWER, ref(0, 16, bigdata("ok")), past, malformed, ref(9, 3), "text")
+    assert [r.data for r in cited.references_past_the_end] == [past]
+    assert len(cited.invalid_references) == 4
+
+
 def test_offsets_count_code_points_not_utf16_units_or_bytes():
     answer = "😀 up 4%. 数据 down."  # the emoji is one index in Python, two in UTF-16
     cited = cite(answer, ref(0, 8, bigdata("d")), ref(9, len(answer), bigdata("e")))

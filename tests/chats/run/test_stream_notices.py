@@ -97,3 +97,23 @@ async def test_citations_that_cannot_be_shown_are_counted_on_the_turn(
     assert "3 of the agent's citations were malformed or did not fit the answer" in (
         " ".join(turn.notices)
     )
+
+
+async def test_citations_past_where_a_cut_answer_stops_are_said_to_be_so(
+    connect, user, chat, upstream, settings
+):
+    """The agent cited the whole answer before sending it; the site kept only the first half."""
+    whole = answer_text(6)
+    settings.AGENT_MAX_ANSWER_CHARS = len(whole) // 2
+    broken = [{"start": "0", "end": 10, "source": None}]  # malformed wherever the answer stops
+    grounding = {"type": "GROUNDING", "references": [*references(6), *broken]}
+    upstream.queue(Reply(body=[sse(grounding), sse({"type": "ANSWER", "content": whole})]))
+    _, turn = await run_turn(connect, user, chat)
+    assert (turn.status, turn.error_kind) == (Turn.Status.INTERRUPTED, Turn.ErrorKind.LIMIT)
+    shown = turn.answer_html.count('class="footnote-item"')
+    assert 0 < shown < 6
+    assert turn.notices == [
+        "1 of the agent's citations was malformed or did not fit the answer, and not shown.",
+        f"{6 - shown} of the agent's citations point past where this answer stops, and are not"
+        " shown.",
+    ]
