@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import os
 import re
@@ -706,6 +707,7 @@ class ConcurrentResult:
     server_rss_peak_kib: int  # master + workers
     statuses: dict[str, int]
     seqs_ok: bool
+    timeline: list[TimelineRow] = field(default_factory=list)  # the run, window by window
 
     @property
     def delivered_share(self) -> float:
@@ -720,6 +722,57 @@ class ConcurrentResult:
         return self.events_per_second / self.offered_per_second
 
 
+@dataclass(frozen=True)
+class TimelineRow:
+    """One window of a concurrent run, from the first ask: the ANSWER events the stand-in sent
+    in it and their added latency, the server's CPU over it, and the turns that finished in it."""
+
+    start: float  # seconds after the first ask
+    events: int
+    p50_ms: float
+    p99_ms: float
+    server_cores: float  # CPU seconds over the window's seconds (master + workers)
+    finished: int
+
+
+TIMELINE_WINDOW = 0.25  # seconds
+
+
+def timeline(
+    results: list[TurnResult], first_ask: float, cpu: list[tuple[float, float]]
+) -> list[TimelineRow]:
+    """The run in TIMELINE_WINDOW windows: where in a run its latency and its CPU go (the
+    asks' burst, the streams, the answers ending together). `cpu`: (time.time(), the server's
+    CPU seconds so far), sampled through the run."""
+    latencies: dict[int, list[float]] = {}
+    for r in results:
+        for sent, latency in zip(r.sent_at, r.latencies, strict=True):
+            latencies.setdefault(int((sent - first_ask) // TIMELINE_WINDOW), []).append(latency)
+    finished: dict[int, int] = {}
+    for r in results:
+        if r.finished_at:
+            window = int((r.finished_at - first_ask) // TIMELINE_WINDOW)
+            finished[window] = finished.get(window, 0) + 1
+    cores: dict[int, float] = {}
+    for (t0, c0), (t1, c1) in itertools.pairwise(cpu):  # each interval to its middle's window
+        window = int(((t0 + t1) / 2 - first_ask) // TIMELINE_WINDOW)
+        cores[window] = cores.get(window, 0.0) + (c1 - c0)
+    rows = []
+    for window in range(max([*latencies, *finished, 0]) + 1):
+        values = sorted(latencies.get(window, []))
+        rows.append(
+            TimelineRow(
+                start=window * TIMELINE_WINDOW,
+                events=len(values),
+                p50_ms=percentile(values, 50) * 1000,
+                p99_ms=percentile(values, 99) * 1000,
+                server_cores=cores.get(window, 0.0) / TIMELINE_WINDOW,
+                finished=finished.get(window, 0),
+            )
+        )
+    return rows
+
+
 async def concurrent_turns(
     site: Site,
     upstream: Upstream,
@@ -732,10 +785,12 @@ async def concurrent_turns(
     """One websocket and one paced turn per chat, all at once; latency from stamped ANSWERs."""
     sockets = await open_sockets(site, site.take_chats(chats))
     samples: list[int] = rss_samples if rss_samples is not None else []
+    cpu_samples: list[tuple[float, float]] = []  # (time.time(), the server's CPU seconds)
 
     async def sample_rss() -> None:
         while True:
             samples.append(site.rss_kib())
+            cpu_samples.append((time.time(), site.cpu_seconds()))
             await asyncio.sleep(0.1)
 
     sampler = asyncio.create_task(sample_rss())
@@ -797,6 +852,7 @@ async def concurrent_turns(
         server_rss_peak_kib=max(samples) if samples else 0,
         statuses=statuses,
         seqs_ok=all(r.seqs_ok for r in results) and total == chats * events,
+        timeline=timeline(results, first_ask, cpu_samples),
     )
 
 

@@ -1,7 +1,7 @@
 """Time the streaming path end to end: stand-in agent → real site → websocket clients.
 
     .venv/bin/python bench/streaming.py [--parts 1,2,3,2b] [--workers 1,2,4] [--skip-services]
-                                        [--tls]
+                                        [--tls] [--timeline]
 
 The site runs as in production (`python -m researchsite.serve`, uvicorn) in its own process on a
 fresh database; the scripted stand-in agent (demo_agent.scripted, via bench/_site.py) in another;
@@ -24,7 +24,10 @@ every websocket client in this one, on one uvloop event loop. The parts:
    (`--metrics-rounds` each, off first); the median server CPU per relayed event of each.
 
 With `--tls` the stand-in serves HTTPS, as the real agents do, and the site's reads of it pay for
-TLS (the goals were set, and are judged, over plain HTTP).
+TLS (the goals were set, and are judged, over plain HTTP). With `--timeline`, the goal runs of
+parts 2 and 2b are also printed a quarter second at a time from the first ask: the ANSWERs sent
+and their added latency, the server's CPU, the turns finished (which part of a run makes its
+p99s: the asks' burst, the streams, or the answers ending together).
 
 Then one line per goal, met or missed, with its figure (docs/PERFORMANCE.md, "Goals"); a goal whose
 part did not run says so. The goals, on this machine, in the same run:
@@ -94,6 +97,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--parts", default="1,2,3,2b", help="which parts to run (also 2c)")
     parser.add_argument("--tls", action="store_true", help="the stand-in agent over HTTPS")
     parser.add_argument("--metrics-rounds", type=int, default=3, help="runs of each in part 2m")
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="the goal runs of parts 2 and 2b window by window: latency, server CPU, finishes",
+    )
     args = parser.parse_args()
     args.chat_counts = [int(n) for n in args.concurrency.split(",")]
     args.goal_chats = max(args.chat_counts)
@@ -230,6 +238,31 @@ async def concurrency(site: bench.Site, upstream: bench.Upstream, args, findings
         await asyncio.sleep(1)  # let the finished turns' writes settle
     print(bench.table(CONCURRENCY_HEADERS, rows))
     print(f"\n{TABLE_NOTES}")
+    if args.timeline and findings.sqlite is not None:
+        print_timeline(f"{args.goal_chats} chats, SQLite, 1 worker", findings.sqlite)
+
+
+def print_timeline(label: str, result: bench.ConcurrentResult) -> None:
+    """The run window by window (--timeline): which part of it makes the p99s."""
+    print(f"\n### Timeline: {label}\n")
+    rows = [
+        [
+            f"{row.start:.2f}",
+            f"{row.events:,}",
+            f"{row.p50_ms:.1f}" if row.events else "",
+            f"{row.p99_ms:.1f}" if row.events else "",
+            f"{row.server_cores:.2f}",
+            row.finished or "",
+        ]
+        for row in result.timeline
+    ]
+    headers = ["from (s)", "ANSWERs sent", "added p50 (ms)", "added p99 (ms)", "server cores"]
+    print(bench.table([*headers, "turns finished"], rows))
+    print(
+        f"\nWindows of {bench.TIMELINE_WINDOW:g} s from the first ask: the ANSWER events the"
+        " stand-in sent in each and their added latency; the server's CPU over it (master and"
+        " workers, sampled every 0.1 s); the turns whose `turn.finished` arrived in it."
+    )
 
 
 async def memory(site: bench.Site, upstream: bench.Upstream, args) -> float:
@@ -306,6 +339,9 @@ async def services(upstream: bench.Upstream, args, findings: Findings) -> None:
         "'NO turn.finished': every event arrived but the final frame never did "
         f"(waited {bench.FINISH_GRACE:g} s after the last event; docs/PERFORMANCE.md)."
     )
+    if args.timeline:
+        for workers, result in findings.services.items():
+            print_timeline(f"{chats} chats, PostgreSQL + Redis, {workers} workers", result)
 
 
 def goal_line(met: bool | None, text: str) -> str:
