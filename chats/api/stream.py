@@ -173,6 +173,7 @@ class TurnEvents:
             if self.pending:
                 return self.pending.popleft()
         while not self.ended:
+            item = None  # the last frame let go: a quiet stream must not hold it while it waits
             item = await self.outbox.next()
             if item is CATCH_UP:  # frames may have been lost: the log has them
                 chunks = await self._from_log(or_end=True)
