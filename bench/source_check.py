@@ -54,7 +54,7 @@ from chats.agent.providers.gemini import load_sdk  # noqa: E402
 from chats.agent.transcript import Transcript  # noqa: E402
 from chats.models import Chat, Turn  # noqa: E402
 from chats.routing import websocket_urlpatterns  # noqa: E402
-from chats.run.cards import publish_turns_checked  # noqa: E402
+from chats.run.finishes import publish_turns_checked  # noqa: E402
 from chats.run.lifespan import shut_down  # noqa: E402
 from chats.run.rendering import turn_end  # noqa: E402
 from chats.services import chat_create, turn_finish_many  # noqa: E402

@@ -8,7 +8,7 @@ from channels.db import database_sync_to_async
 from django.db.models import prefetch_related_objects
 
 from chats.live.fragments import fragments
-from chats.live.protocol import CardKind, TurnCardFrame, publish_to_chats, turn_card, turn_checked
+from chats.live.protocol import CardKind, TurnCardFrame, publish_to_chats, turn_card
 from chats.models import Turn
 from chats.selectors import BranchTurn, branch_turn, branch_turns
 
@@ -84,14 +84,6 @@ async def publish_turn_cards(
 
 async def publish_turn_started(turn: Turn) -> None:
     await publish_turn_cards("turn.started", [(turn, None)])
-
-
-async def publish_turns_checked(turns: list[Turn]) -> None:
-    """These turns' cited pages were read and stored (chats.verify): their pages get each
-    checked answer, in one publish. Only the answer changed, so no card is rendered again."""
-    await publish_to_chats(
-        [(turn.chat_id, turn_checked(turn.pk, turn.answer_html)) for turn in turns]
-    )
 
 
 def rendered_or_none(turn: Turn, kind: CardKind, item: BranchTurn | None) -> TurnCardFrame | None:

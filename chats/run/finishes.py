@@ -12,11 +12,11 @@ from django.db.models import prefetch_related_objects
 
 from chats.agent.transcript import Transcript
 from chats.library.search import chat_search_index_update, get_search_index_queue
-from chats.live.protocol import TurnCardFrame
+from chats.live.protocol import TurnCardFrame, publish_to_chats, turn_checked
 from chats.loop.batches import DatabaseBatches
 from chats.loop.per_loop import PerLoop
 from chats.models import Turn
-from chats.run.cards import publish_turn_cards, publish_turns_checked, rendered_or_none
+from chats.run.cards import publish_turn_cards, rendered_or_none
 from chats.run.rendering import turn_end
 from chats.selectors import BranchTurn, turn_logged_events, turn_orphan_ids
 from chats.services import TurnEnd, turn_fail_unsaved, turn_finish_many
@@ -168,6 +168,14 @@ async def announce_finished(batch: list[Stored]) -> None:
         get_search_index_queue().add(turn.chat_id)
     start_source_checks(
         [item.to_check for item in batch if item.to_check is not None], publish_turns_checked
+    )
+
+
+async def publish_turns_checked(turns: list[Turn]) -> None:
+    """These turns' cited pages were read and stored (chats.verify): their pages get each
+    checked answer, in one publish. Only the answer changed, so no card is rendered again."""
+    await publish_to_chats(
+        [(turn.chat_id, turn_checked(turn.pk, turn.answer_html)) for turn in turns]
     )
 
 
