@@ -82,9 +82,12 @@ def _copy_value(field: Any, obj: Model, db: Any) -> str:
 
 def _sqlite_value(field: Any, obj: Model, db: Any) -> Any:
     value = field.pre_save(obj, True)
-    if hasattr(value, "resolve_expression") and not isinstance(value, Value):
-        raise TypeError(f"{type(value).__name__} in {field.name}: an expression, not a value")
-    return field.get_db_prep_save(value, db)  # Value(None, JSONField()) is JSON's null here
+    if hasattr(value, "resolve_expression"):  # bulk_create would compile it; here only JSON's
+        if not (isinstance(field, JSONField) and isinstance(value, Value)):
+            raise TypeError(f"{type(value).__name__} in {field.name}: an expression, not a value")
+        if value.value is not None:
+            value = value.value  # Value(None, JSONField()) stays: the field writes JSON's null
+    return field.get_db_prep_save(value, db)
 
 
 # SQLite's rows go in by multi-row INSERTs of a power-of-two size, so that a connection prepares

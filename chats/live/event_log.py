@@ -414,8 +414,9 @@ class _DeleteOrphanedEvents:
         TurnEvent.objects.using(self.using).filter(turn_id__in=gone).delete()
 
 
-# SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each,
-# so a batch is a few statements (one per SQLITE_ROWS rows, then one per bit of the rest's size)
+# SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each
+# (`citations.new_rows.sqlite_insert_sizes`, which the finishes' references share), so a batch
+# is a few statements (one per SQLITE_ROWS rows, then one per bit of the rest's size)
 # and there are only eleven of them: each is prepared once and kept in the connection's
 # statement cache. A statement of a new size each time was parsed again each time, which cost as
 # much as the insert itself; executemany steps once a row, and each step hands the GIL back and

@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 from django.db import connection
-from django.db.models import JSONField, Value
+from django.db.models import F, JSONField, Value
 
 from citations.models import Reference, Source
 from citations.new_rows import insert_rows
@@ -90,3 +90,11 @@ def test_rows_past_sqlites_limit_on_variables_go_in_several_statements(make_turn
     assert len(inserts) == 10  # 9 of 4 rows, then 1
     rows = Reference.objects.filter(turn=turn).values_list("position", "data", "source_id")
     assert list(rows) == [(i, {"i": i}, source.pk) for i in range(37)]
+
+
+def test_a_json_value_is_its_json_and_any_other_expression_is_refused(make_turn):
+    turn = make_turn()
+    insert_rows(Reference, [Reference(turn=turn, position=0, data=Value({"a": [1]}, JSONField()))])
+    assert Reference.objects.get(turn=turn).data == {"a": [1]}
+    with pytest.raises(TypeError):
+        insert_rows(Reference, [Reference(turn=turn, position=F("position") + 1, data={})])
