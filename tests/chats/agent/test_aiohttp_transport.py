@@ -134,8 +134,10 @@ READERS = {"aiter_bytes": as_bytes, "aiter_text": as_text, "clients": as_read, "
 
 
 async def read_body(
-    url: str, transport: httpx.AsyncBaseTransport, reader=as_bytes, read_timeout: float = 0.5
+    url: str, transport: httpx.AsyncBaseTransport, reader=as_bytes, read_timeout: float = 10.0
 ) -> list[bytes]:
+    # A body is read whole unless a test sets a read timeout to see one end it: a busy machine
+    # can stall a paced body's reads for more than half a second.
     timeout = httpx.Timeout(connect=2.0, read=read_timeout, write=2.0, pool=2.0)
     async with (
         httpx.AsyncClient(timeout=timeout, transport=transport) as client,
@@ -673,8 +675,7 @@ async def test_an_agent_sending_flat_out_is_read_as_fast_as_it_sends(monkeypatch
     """Its reads find the next event waiting, or wait microseconds for it: no tick is waited
     for, so a fast stream is not slowed to one read a tick."""
     # A stall of the machine of 5 ms would pace it, as it may in a server. Here it takes one of
-    # a quarter of a second (the read's own timeout is half a second): a busy CI machine can
-    # stall for the 50 ms this once took.
+    # a quarter of a second: a busy CI machine can stall for the 50 ms this once took.
     monkeypatch.setattr(aiohttp_transport, "PACED_WAIT", 0.25)
     async with ticked_transport(0.1) as (transport, ticks), raw_server(sends((500, 0))) as url:
         reads = await read_body(url, transport, as_read)
