@@ -787,13 +787,13 @@ async def concurrent_turns(
     samples: list[int] = rss_samples if rss_samples is not None else []
     cpu_samples: list[tuple[float, float]] = []  # (time.time(), the server's CPU seconds)
 
-    async def sample_rss() -> None:
+    async def sample_server() -> None:
         while True:
             samples.append(site.rss_kib())
             cpu_samples.append((time.time(), site.cpu_seconds()))
             await asyncio.sleep(0.1)
 
-    sampler = asyncio.create_task(sample_rss())
+    sampler = asyncio.create_task(sample_server())
     try:
         cpu = (self_cpu_seconds(), site.cpu_seconds(), upstream.cpu_seconds())
         first_ask = time.time()

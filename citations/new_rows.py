@@ -17,7 +17,7 @@ import datetime
 import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
@@ -96,18 +96,21 @@ def _sqlite_value(field: Any, obj: Model, db: Any) -> Any:
 SQLITE_ROWS = 1024
 
 
-def sqlite_insert_sizes(
-    raw: sqlite3.Connection, rows: int, values_per_row: int, other_values: int = 0
-) -> Iterator[tuple[int, int]]:
-    """(start, size) of each INSERT that writes `rows` rows: as many as SQLite's limit on a
-    statement's variables allows (999 before 3.32), at most SQLITE_ROWS, a power of two each."""
+def sqlite_row_chunks(
+    raw: sqlite3.Connection, rows: Sequence[Sequence[Any]], other_values: int = 0
+) -> Iterator[tuple[int, list[Any]]]:
+    """The rows as the INSERTs that write them take them: (how many rows, their values in one
+    list), as many rows a statement as SQLite's limit on its variables allows with
+    `other_values` more (999 before 3.32), at most SQLITE_ROWS, a power of two each."""
+    if not rows:
+        return
     variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - other_values
-    most = min(SQLITE_ROWS, max(1, variables // values_per_row))
+    most = min(SQLITE_ROWS, max(1, variables // len(rows[0])))
     largest = 1 << (most.bit_length() - 1)
     start = 0
-    while start < rows:
-        size = min(largest, 1 << ((rows - start).bit_length() - 1))
-        yield start, size
+    while start < len(rows):
+        size = min(largest, 1 << ((len(rows) - start).bit_length() - 1))
+        yield size, list(chain.from_iterable(rows[start : start + size]))
         start += size
 
 
@@ -115,9 +118,8 @@ def _insert_sqlite(
     raw: sqlite3.Connection, table: str, columns: str, rows: list[list[Any]]
 ) -> None:
     width = len(rows[0])
-    for start, size in sqlite_insert_sizes(raw, len(rows), width):
-        values = chain.from_iterable(rows[start : start + size])
-        raw.execute(_sqlite_insert(table, columns, width, size), list(values))
+    for size, values in sqlite_row_chunks(raw, rows):
+        raw.execute(_sqlite_insert(table, columns, width, size), values)
 
 
 @functools.lru_cache(maxsize=64)

@@ -21,7 +21,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
 from typing import Any, NamedTuple
 
 import orjson
@@ -40,7 +39,7 @@ from chats.loop.per_loop import PerLoop
 from chats.loop.ticks import Ticks, get_ticks
 from chats.metrics import EVENT_LOG_FLUSH, EVENTS_RELAYED
 from chats.models import Turn, TurnEvent
-from citations.new_rows import COPY_ESCAPES, sqlite_insert_sizes
+from citations.new_rows import COPY_ESCAPES, sqlite_row_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -415,7 +414,7 @@ class _DeleteOrphanedEvents:
 
 
 # SQLite: rows go in through multi-row INSERTs of a power-of-two size, at most SQLITE_ROWS each
-# (`citations.new_rows.sqlite_insert_sizes`, which the finishes' references share), so a batch
+# (`citations.new_rows.sqlite_row_chunks`, which the finishes' references share), so a batch
 # is a few statements (one per SQLITE_ROWS rows, then one per bit of the rest's size)
 # and there are only eleven of them: each is prepared once and kept in the connection's
 # statement cache. A statement of a new size each time was parsed again each time, which cost as
@@ -427,8 +426,7 @@ class _DeleteOrphanedEvents:
 def insert_sqlite_rows(
     raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
 ) -> None:
-    for start, size in sqlite_insert_sizes(raw, len(rows), 4, other_values=1):
-        values = chain.from_iterable(rows[start : start + size])
+    for size, values in sqlite_row_chunks(raw, rows, other_values=1):
         raw.execute(_sqlite_insert(table, size), [received_at, *values])
 
 
