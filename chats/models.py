@@ -4,6 +4,8 @@ Turns form a tree through `parent`: a follow-up is a child of the turn it follow
 retry is a sibling. `Chat.active_turn` is the leaf of the branch the user last looked at.
 """
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
@@ -21,6 +23,22 @@ class ChatQuerySet(models.QuerySet):
     def readable_by(self, user) -> "ChatQuerySet":
         shared = TeamChatShare.objects.filter(team__memberships__user=user).values("chat_id")
         return self.filter(models.Q(owner=user) | models.Q(pk__in=shared))
+
+    def readable_pairs(self, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], "Chat"]:
+        """Of these (user id, chat id) pairs, those whose user may read the chat, each with its
+        chat: `readable_by`'s rule for many readers at once (pages opening together), in one
+        query, and a second for the chats not their reader's own."""
+        wanted = set(pairs)
+        chats = self.in_bulk({chat_id for _, chat_id in wanted})
+        found = {pair: chats[pair[1]] for pair in wanted if pair[1] in chats}
+        readable = {pair: chat for pair, chat in found.items() if chat.owner_id == pair[0]}
+        if others := found.keys() - readable.keys():
+            shares = TeamChatShare.objects.filter(
+                chat_id__in={chat_id for _, chat_id in others},
+                team__memberships__user_id__in={user_id for user_id, _ in others},
+            ).values_list("team__memberships__user_id", "chat_id")
+            readable.update((pair, found[pair]) for pair in others.intersection(shares))
+        return readable
 
 
 class Chat(models.Model):

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from asgiref.sync import async_to_sync
@@ -43,20 +44,34 @@ SOCKET_RENEW_SECONDS = 20.0
 
 def socket_open(*, user_id: int, channel_name: str, limit: int) -> bool:
     """Record an open socket of the user; return False, recording nothing, at `limit`."""
+    return sockets_open([(user_id, channel_name)], limit=limit)[0]
+
+
+def sockets_open(opens: Sequence[tuple[int, str]], *, limit: int) -> list[bool]:
+    """`socket_open` for each (user id, channel name) in turn, in one transaction and five
+    queries however many open (pages reconnecting together after a restart, say)."""
+    if not opens:
+        return []
     now = timezone.now()
+    user_ids = {user_id for user_id, _ in opens}
+    admitted: list[bool] = []
     with transaction.atomic():
-        lock_users([user_id])  # two connects at once cannot both see room for one more
-        sockets = OpenSocket.objects.filter(user_id=user_id)
+        lock_users(user_ids)  # two connects at once cannot both see room for one more
+        sockets = OpenSocket.objects.filter(user_id__in=user_ids)
         sockets.filter(lease_expires_at__lte=now).delete()  # rows of a process that died
-        if sockets.count() >= limit:
-            return False
-        # A channel name is new with each socket, so there is no row of it to update.
-        OpenSocket.objects.create(
-            user_id=user_id,
-            channel_name=channel_name,
-            lease_expires_at=now + timedelta(seconds=SOCKET_LEASE_SECONDS),
-        )
-    return True
+        counts = Counter(sockets.values_list("user_id", flat=True))
+        lease = now + timedelta(seconds=SOCKET_LEASE_SECONDS)
+        rows = []
+        for user_id, channel_name in opens:
+            admitted.append(counts[user_id] < limit)
+            if admitted[-1]:
+                counts[user_id] += 1
+                # A channel name is new with each socket, so there is no row of it to update.
+                rows.append(
+                    OpenSocket(user_id=user_id, channel_name=channel_name, lease_expires_at=lease)
+                )
+        OpenSocket.objects.bulk_create(rows)
+    return admitted
 
 
 def sockets_close(*, channel_names: list[str]) -> None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from channels.consumer import get_handler_name
@@ -29,9 +31,11 @@ from django.conf import settings
 from chats.errors import ErrorCode, FrameError
 from chats.live import protocol
 from chats.live.follow import CATCH_UP, FrameOutbox, Placement, log_chunks, place_events
-from chats.live.limits import FrameRate, get_socket_leases, socket_close, socket_open
+from chats.live.limits import FrameRate, get_socket_leases, socket_close, sockets_open
 from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
+from chats.loop.batches import DatabaseBatches
+from chats.loop.per_loop import PerLoop
 from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
 from chats.run.asks import SessionCheck, ask_start
@@ -39,7 +43,6 @@ from chats.run.cards import turn_card_frames
 from chats.run.registry import request_stop
 from chats.run.rerun import rerun_ask
 from chats.selectors import (
-    chat_find_readable,
     chat_is_readable,
     chat_turns_to_sync,
     turn_events_after,
@@ -59,17 +62,41 @@ READ_ONLY = (
 ACCESS_ENDED = "This chat is no longer shared with you."
 
 
-def _open_page(user: Any, chat_id: int, channel_name: str) -> Chat | ErrorCode:
-    """The chat a page opens (the user's own, or their team's to read), with its socket
-    counted, or why it may not (NOT_FOUND, or TOO_MANY_SOCKETS at the user's limit). Database
-    thread: one trip for both checks."""
-    chat = chat_find_readable(user=user, chat_id=chat_id)
-    if chat is None:
-        return ErrorCode.NOT_FOUND
-    limit = settings.WS_MAX_SOCKETS_PER_USER
-    if not socket_open(user_id=user.pk, channel_name=channel_name, limit=limit):
-        return ErrorCode.TOO_MANY_SOCKETS
-    return chat
+@dataclass(frozen=True)
+class PageOpen:
+    user: Any  # signed in
+    chat_id: int
+    channel_name: str
+
+
+def _open_pages(opens: list[PageOpen]) -> list[Chat | ErrorCode]:
+    """The chat each page opens (the user's own, or their team's to read), with its socket
+    counted, or why it may not (NOT_FOUND, or TOO_MANY_SOCKETS at the user's limit), in order.
+    Database thread: pages opening together (a restart's reconnects, a team's morning) are
+    checked and counted in a few queries, not a few each."""
+    readable = Chat.objects.readable_pairs((page.user.pk, page.chat_id) for page in opens)
+    chats: list[Chat | None] = []
+    for page in opens:
+        chat = readable.get((page.user.pk, page.chat_id))
+        if chat is not None and any(other is chat for other in chats):
+            chat = copy.copy(chat)  # two pages of one chat: each may change its own
+        chats.append(chat)
+    counted = [
+        (page.user.pk, page.channel_name)
+        for page, chat in zip(opens, chats, strict=True)
+        if chat is not None
+    ]
+    admitted = iter(sockets_open(counted, limit=settings.WS_MAX_SOCKETS_PER_USER))
+    outcomes: list[Chat | ErrorCode] = []
+    for chat in chats:
+        if chat is None:
+            outcomes.append(ErrorCode.NOT_FOUND)
+        else:
+            outcomes.append(chat if next(admitted) else ErrorCode.TOO_MANY_SOCKETS)
+    return outcomes
+
+
+_page_opens = PerLoop(lambda: DatabaseBatches(_open_pages, name="page opens"))
 
 
 async def _read_log(turn_id: int, after_seq: int, limit: int) -> list[EventView]:
@@ -79,7 +106,7 @@ async def _read_log(turn_id: int, after_seq: int, limit: int) -> list[EventView]
 
 
 def _refusal(code: ErrorCode) -> tuple[str, int]:
-    """What a page that may not open is told (_open_page's refusals), and its close code."""
+    """What a page that may not open is told (`_open_pages`' refusals), and its close code."""
     if code is ErrorCode.TOO_MANY_SOCKETS:
         limit = settings.WS_MAX_SOCKETS_PER_USER
         return (
@@ -135,7 +162,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 CLOSE_UNAUTHENTICATED,
             )
             return
-        chat = await database_sync_to_async(_open_page)(user, chat_id, self.channel_name)
+        chat = await _page_opens().submit(PageOpen(user, chat_id, self.channel_name))
         if not isinstance(chat, Chat):
             await self.refuse(chat, *_refusal(chat))
             return

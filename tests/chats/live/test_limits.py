@@ -7,7 +7,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chats.live.limits import FrameRate, socket_open, socket_renew_leases, sockets_close
+from chats.live.limits import (
+    FrameRate,
+    socket_open,
+    socket_renew_leases,
+    sockets_close,
+    sockets_open,
+)
 from chats.models import OpenSocket
 
 
@@ -49,6 +55,21 @@ def test_socket_open_admits_up_to_the_limit_per_user(user, other_user):
     sockets_close(channel_names=["a"])
     assert socket_open(user_id=user.pk, channel_name="c", limit=2)
     assert set(OpenSocket.objects.values_list("channel_name", flat=True)) == {"b", "c", "d"}
+
+
+@pytest.mark.django_db
+def test_sockets_opening_together_are_admitted_in_order_up_to_each_users_limit(
+    user, other_user, django_assert_max_num_queries
+):
+    OpenSocket.objects.create(
+        user=user, channel_name="open", lease_expires_at=timezone.now() + timedelta(minutes=1)
+    )
+    opens = [(user.pk, "a"), (other_user.pk, "b"), (user.pk, "c"), (user.pk, "d")]
+    with django_assert_max_num_queries(7):  # the five, the savepoint's two
+        admitted = sockets_open(opens, limit=3)
+    assert admitted == [True, True, True, False]
+    assert set(OpenSocket.objects.values_list("channel_name", flat=True)) == {"open", *"abc"}
+    assert sockets_open([], limit=3) == []
 
 
 @pytest.mark.django_db

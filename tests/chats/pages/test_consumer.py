@@ -521,6 +521,31 @@ async def test_sockets_past_the_per_user_cap_are_told_and_closed_with_4429(
     assert await OpenSocket.objects.filter(user=user).acount() == 2
 
 
+async def test_pages_opening_together_are_checked_and_counted_together(
+    connect, user, other_user, chat
+):
+    """A burst of pages (a restart's reconnects) takes a few queries, not a few each: the
+    first page of a quiet moment goes at once, the rest in one batch."""
+    from tests.database_thread import database_thread_queries
+
+    theirs = await Chat.objects.acreate(owner=other_user)
+    clients: list = []
+
+    async def open_all() -> None:
+        pages = [(user, chat)] * 6 + [(other_user, theirs), (other_user, chat)]
+        clients.extend(await asyncio.gather(*(connect(who, which) for who, which in pages)))
+
+    queries = await database_thread_queries(open_all)
+    inserts = [sql for sql in queries if sql.startswith('INSERT INTO "chats_opensocket"')]
+    assert 1 <= len(inserts) <= 2, queries
+    await expect_refusal(clients[-1], "not_found", 4404)  # another user's chat, in the batch
+    for client in clients[:-1]:
+        await client.send({"type": "sync", "cursors": {}, "newest_turn_id": 0})
+        assert await client.communicator.receive_nothing(timeout=0.1)  # open, not refused
+    assert await OpenSocket.objects.filter(user=user).acount() == 6
+    assert await OpenSocket.objects.filter(user=other_user).acount() == 1
+
+
 async def test_sockets_of_a_dead_process_stop_counting_when_their_lease_lapses(
     connect, user, chat, settings
 ):

@@ -124,3 +124,33 @@ def test_the_admin_shows_no_chat_to_a_member_who_is_not_staff(bob, shared_chat):
     response = browser_of(bob).get(reverse("admin:chats_chat_change", args=[shared_chat.pk]))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_readers_of_many_chats_at_once_are_the_readers_of_each(
+    alice, bob, carol, research, shared_chat
+):
+    """`readable_pairs` (pages opening together) answers as `readable_by` does, pair by pair:
+    the owner, a member of a team it is shared with, not one outside it, nothing for a chat
+    that is gone, and a chat of a team that shares none of it."""
+    from chats.teams.models import Team, TeamMembership
+
+    others = Team.objects.create(name="others")
+    TeamMembership.objects.create(team=others, user=carol)
+    private = Chat.objects.create(owner=alice, title="not shared")
+    carols = Chat.objects.create(owner=carol)
+    users, chats = [alice, bob, carol], [shared_chat, private, carols]
+    pairs = [(user.pk, chat.pk) for user in users for chat in chats] + [(alice.pk, 10**9)]
+    expected = {
+        (user.pk, chat.pk): chat
+        for user in users
+        for chat in Chat.objects.readable_by(user).filter(pk__in=[c.pk for c in chats])
+    }
+    assert Chat.objects.readable_pairs(pairs) == expected
+    assert set(expected) == {
+        (alice.pk, shared_chat.pk),
+        (alice.pk, private.pk),
+        (bob.pk, shared_chat.pk),
+        (carol.pk, carols.pk),
+    }
+    team_member_remove(team=research, by=alice, user_id=bob.pk)
+    assert (bob.pk, shared_chat.pk) not in Chat.objects.readable_pairs(pairs)

@@ -100,13 +100,13 @@ async def test_sharing_stopped_just_after_the_page_was_let_in_still_closes_it(
     withdrawn between them must still reach the page."""
     from chats.pages import consumer
 
-    let_in = consumer._open_page
+    let_in = consumer._open_pages
 
-    def let_in_then_unshare(user, chat_id, channel_name):
-        chat = let_in(user, chat_id, channel_name)
+    def let_in_then_unshare(opens):
+        chats = let_in(opens)
         team_chat_unshare(chat=shared_chat, team=research)  # tells the user's pages at once
-        return chat
+        return chats
 
-    monkeypatch.setattr(consumer, "_open_page", let_in_then_unshare)
+    monkeypatch.setattr(consumer, "_open_pages", let_in_then_unshare)
     reader = await connect(bob, shared_chat)
     await expect_refusal(reader, "not_found", 4404)
