@@ -48,8 +48,8 @@ def socket_open(*, user_id: int, channel_name: str, limit: int) -> bool:
 
 
 def sockets_open(opens: Sequence[tuple[int, str]], *, limit: int) -> list[bool]:
-    """`socket_open` for each (user id, channel name) in turn, in one transaction and five
-    queries however many open (pages reconnecting together after a restart, say)."""
+    """`socket_open` for each (user id, channel name) in turn, in one transaction of four
+    statements however many open (pages reconnecting together after a restart, say)."""
     if not opens:
         return []
     now = timezone.now()
