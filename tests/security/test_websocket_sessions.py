@@ -138,22 +138,11 @@ async def test_sockets_opening_together_find_their_users_in_one_trip(user, chat)
 
     from asgiref.sync import sync_to_async
 
-    from researchsite.asgi import application
     from tests.database_thread import database_thread_queries
+    from tests.site_sockets import site_socket
 
     keys = [await sync_to_async(signed_in_key)(user) for _ in range(5)]
-    communicators = [
-        WebsocketCommunicator(
-            application,
-            f"/ws/chats/{chat.pk}/",
-            headers=[
-                (b"origin", b"http://127.0.0.1"),
-                (b"host", b"127.0.0.1"),
-                (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
-            ],
-        )
-        for key in keys
-    ]
+    communicators = [site_socket(f"/ws/chats/{chat.pk}/", key) for key in keys]
 
     async def connect_all() -> None:
         results = await asyncio.gather(*(c.connect(timeout=5) for c in communicators))

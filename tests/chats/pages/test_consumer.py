@@ -671,22 +671,13 @@ def test_turn_start_counts_concurrent_asks_across_database_connections(user, set
 async def signed_in_socket(user, chat):
     """A socket through the real site (session cookie, auth middleware) and its HTTP client."""
     from asgiref.sync import sync_to_async
-    from channels.testing import WebsocketCommunicator
     from django.test import Client as HttpClient
 
-    from researchsite.asgi import application
+    from tests.site_sockets import site_socket
 
     http = HttpClient()
     await sync_to_async(http.force_login)(user)
-    communicator = WebsocketCommunicator(
-        application,
-        f"/ws/chats/{chat.pk}/",
-        headers=[
-            (b"origin", b"http://127.0.0.1"),
-            (b"host", b"127.0.0.1"),
-            (b"cookie", f"sessionid={http.cookies['sessionid'].value}".encode()),
-        ],
-    )
+    communicator = site_socket(f"/ws/chats/{chat.pk}/", http.cookies["sessionid"].value)
     connected, _ = await communicator.connect()
     assert connected
     await communicator.send_json_to({"type": "sync", "cursors": {}, "newest_turn_id": 0})
