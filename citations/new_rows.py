@@ -97,20 +97,20 @@ SQLITE_ROWS = 1024
 
 
 def sqlite_row_chunks(
-    raw: sqlite3.Connection, rows: Sequence[Sequence[Any]], other_values: int = 0
+    raw: sqlite3.Connection, rows: Sequence[Sequence[Any]], leading: Sequence[Any] = ()
 ) -> Iterator[tuple[int, list[Any]]]:
-    """The rows as the INSERTs that write them take them: (how many rows, their values in one
-    list), as many rows a statement as SQLite's limit on its variables allows with
-    `other_values` more (999 before 3.32), at most SQLITE_ROWS, a power of two each."""
+    """The rows as the INSERTs that write them take them: (how many rows, the statement's values
+    in one list, `leading` first), as many rows a statement as SQLite's limit on its variables
+    allows (999 before 3.32), at most SQLITE_ROWS, a power of two each."""
     if not rows:
         return
-    variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - other_values
+    variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - len(leading)
     most = min(SQLITE_ROWS, max(1, variables // len(rows[0])))
     largest = 1 << (most.bit_length() - 1)
     start = 0
     while start < len(rows):
         size = min(largest, 1 << ((len(rows) - start).bit_length() - 1))
-        yield size, list(chain.from_iterable(rows[start : start + size]))
+        yield size, [*leading, *chain.from_iterable(rows[start : start + size])]
         start += size
 
 

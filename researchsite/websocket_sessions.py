@@ -117,12 +117,15 @@ def _session_data(sessions: list[SessionBase]) -> list[Mapping[str, Any]]:
         model = next(iter(stored.values())).model
         live = model.objects.filter(session_key__in=keys, expire_date__gt=timezone.now())
         rows = dict(live.values_list("session_key", "session_data"))
-    return [
-        (stored[index].decode(rows[key]) if (key := session.session_key) in rows else {})
-        if index in stored
-        else session
-        for index, session in enumerate(sessions)
-    ]
+    data: list[Mapping[str, Any]] = []
+    for index, session in enumerate(sessions):
+        if index not in stored:
+            data.append(session)
+        elif session.session_key in rows:
+            data.append(session.decode(rows[session.session_key]))
+        else:
+            data.append({})
+    return data
 
 
 def _claim(data: Mapping[str, Any]) -> _Claim | None:

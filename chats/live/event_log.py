@@ -426,8 +426,8 @@ class _DeleteOrphanedEvents:
 def insert_sqlite_rows(
     raw: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]], received_at: str
 ) -> None:
-    for size, values in sqlite_row_chunks(raw, rows, other_values=1):
-        raw.execute(_sqlite_insert(table, size), [received_at, *values])
+    for size, values in sqlite_row_chunks(raw, rows, leading=(received_at,)):
+        raw.execute(_sqlite_insert(table, size), values)
 
 
 @functools.cache
