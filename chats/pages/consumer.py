@@ -76,10 +76,13 @@ def _open_pages(opens: list[PageOpen]) -> list[Chat | ErrorCode]:
     checked and counted in a few queries, not a few each."""
     readable = Chat.objects.readable_pairs((page.user.pk, page.chat_id) for page in opens)
     chats: list[Chat | None] = []
+    handed_out: set[int] = set()
     for page in opens:
         chat = readable.get((page.user.pk, page.chat_id))
-        if chat is not None and any(other is chat for other in chats):
-            chat = copy.copy(chat)  # two pages of one chat: each may change its own
+        if chat is not None:
+            if id(chat) in handed_out:  # two pages of one chat: each may change its own
+                chat = copy.copy(chat)
+            handed_out.add(id(chat))
         chats.append(chat)
     counted = [
         (page.user.pk, page.channel_name)
