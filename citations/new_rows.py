@@ -7,8 +7,10 @@ compiles its statement value by value. Either way a row cost about half what `bu
 took (docs/PERFORMANCE.md, "A finish's references go in without bulk_create"). Elsewhere,
 `bulk_create`.
 
-Each value is what `bulk_create` would send: the field's `pre_save`, then its
-`get_db_prep_save`; JSON is written by the field's encoder, as its adapter would write it.
+A row is given as the model's constructor would be, by field (`turn_id=...`), as a mapping:
+no model instance is made for it (a fifth of a reference's cost). A field left out takes its
+default. Each value is what `bulk_create` would send: the field's `get_db_prep_save`; JSON is
+written by the field's encoder, as its adapter would write it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import datetime
 import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -30,25 +32,38 @@ COPY_ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t")
 _NULL = "\\N"
 
 
-def insert_rows(model: type[Model], objs: Iterable[Model]) -> None:
-    """Insert `objs` (new instances of `model`) in one statement; they get no primary key."""
-    objs = list(objs)
-    if not objs:
+def insert_rows(model: type[Model], rows: Iterable[Mapping[str, Any]]) -> None:
+    """Insert new rows of `model` in one statement; they get no primary key.
+
+    Each row maps fields to values by the name the model's constructor takes (`turn_id`, not
+    `turn`): a name it does not have is refused, as the constructor refuses it."""
+    rows = list(rows)
+    if not rows:
         return
     db = connections[router.db_for_write(model)]
-    if db.vendor not in ("postgresql", "sqlite"):
-        model.objects.using(db.alias).bulk_create(objs)
-        return
     fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
+    if any(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) for f in fields):
+        raise TypeError(f"{model.__name__} has a field set on save (auto_now): use bulk_create")
+    names = {f.attname for f in fields}
+    for row in rows:
+        if unknown := row.keys() - names:
+            raise TypeError(f"{model.__name__} has no field {', '.join(sorted(unknown))}")
+    if db.vendor not in ("postgresql", "sqlite"):
+        model.objects.using(db.alias).bulk_create(model(**row) for row in rows)
+        return
+    defaults = {f.attname: f.get_default() for f in fields}  # what the constructor would give
+    given = [{**defaults, **row} for row in rows]
     table = db.ops.quote_name(model._meta.db_table)
     columns = ", ".join(db.ops.quote_name(f.column) for f in fields)
     if db.vendor == "sqlite":
-        rows = [[_sqlite_value(field, obj, db) for field in fields] for obj in objs]
+        values = [[_sqlite_value(f, row[f.attname], db) for f in fields] for row in given]
         with db.wrap_database_errors:
             db.ensure_connection()
-            _insert_sqlite(db.connection, table, columns, rows)
+            _insert_sqlite(db.connection, table, columns, values)
         return
-    lines = ["\t".join([_copy_value(field, obj, db) for field in fields]) + "\n" for obj in objs]
+    lines = [
+        "\t".join([_copy_value(f, row[f.attname], db) for f in fields]) + "\n" for row in given
+    ]
     # The driver's own cursor (Django's wrapper has no COPY), its errors given Django's classes.
     with (
         db.cursor() as cursor,
@@ -58,8 +73,7 @@ def insert_rows(model: type[Model], objs: Iterable[Model]) -> None:
         copy.write("".join(lines).encode())
 
 
-def _copy_value(field: Any, obj: Model, db: Any) -> str:
-    value = field.pre_save(obj, True)
+def _copy_value(field: Any, value: Any, db: Any) -> str:
     if isinstance(field, JSONField):
         if isinstance(value, Value):  # Value(None, JSONField()): JSON's null, not SQL's NULL
             value = value.value
@@ -80,8 +94,7 @@ def _copy_value(field: Any, obj: Model, db: Any) -> str:
     raise TypeError(f"{type(value).__name__} in {field.name}: no COPY text for it here")
 
 
-def _sqlite_value(field: Any, obj: Model, db: Any) -> Any:
-    value = field.pre_save(obj, True)
+def _sqlite_value(field: Any, value: Any, db: Any) -> Any:
     if hasattr(value, "resolve_expression"):  # bulk_create would compile it; here only JSON's
         if not (isinstance(field, JSONField) and isinstance(value, Value)):
             raise TypeError(f"{type(value).__name__} in {field.name}: an expression, not a value")

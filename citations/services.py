@@ -125,27 +125,28 @@ def _reference_row(
     trace_ids: dict[tuple[int, int], int],
     checks: dict[int, dict[str, Any]],
     cited_pages: Mapping[str, PageRead],
-) -> Reference:
-    return Reference(
-        turn_id=turn_id,
-        position=ref.position,
-        start=_db_int(ref.start),
-        end=_db_int(ref.end),
-        tool_name=db_text(ref.tool_name, 200),
-        audit_id=db_text(ref.audit_id, 200),
+) -> dict[str, Any]:
+    """The reference's row, as `insert_rows` takes it."""
+    return {
+        "turn_id": turn_id,
+        "position": ref.position,
+        "start": _db_int(ref.start),
+        "end": _db_int(ref.end),
+        "tool_name": db_text(ref.tool_name, 200),
+        "audit_id": db_text(ref.audit_id, 200),
         # Only a shown reference links its Source, so "cited by" means cited.
-        source_id=source_ids[ref.source_key] if ref.footnote is not None else None,
-        audit_trace_id=trace_ids[turn_id, ref.tool_call_position]
+        "source_id": source_ids[ref.source_key] if ref.footnote is not None else None,
+        "audit_trace_id": trace_ids[turn_id, ref.tool_call_position]
         if ref.tool_call_position is not None
         else None,
-        is_valid=ref.is_valid,
-        problem=db_text(ref.problem, 200),
-        footnote=ref.footnote,
-        passages=_passages(ref),
-        claim_check=checks.get(ref.marker_offset) if ref.marker_offset is not None else None,
-        page=_page(cited_pages, ref),
-        data=_json(ref.data),
-    )
+        "is_valid": ref.is_valid,
+        "problem": db_text(ref.problem, 200),
+        "footnote": ref.footnote,
+        "passages": _passages(ref),
+        "claim_check": checks.get(ref.marker_offset) if ref.marker_offset is not None else None,
+        "page": _page(cited_pages, ref),
+        "data": _json(ref.data),
+    }
 
 
 def _passages(ref: ResolvedReference) -> list[dict[str, Any]]:
