@@ -1,6 +1,7 @@
 """The CPU cost of one relayed event, stage by stage, through the site's own functions.
 
     .venv/bin/python bench/stages.py [--rounds 5] [--metrics-cost] [--window SECONDS]
+                                       [--read-streams 200]
 
 Deterministic and in-process: every stage calls the site's real functions on a bench-like load,
 200 turns of `bench._site.agent_messages(150)` (PLANNING, ANSWER words, a few ACTIONs, a
@@ -15,11 +16,13 @@ the median of 5 parts of one run: see `database_stages`).
 
 1. read: the upstream HTTP read as the site does it (httpx over `AiohttpTransport`), no parsing.
    The stand-in agent (`demo_agent.scripted.ScriptedAgent` under uvicorn, `bench._site.Upstream`)
-   paces 20 streams at 50 events/s, each event in a packet of its own, as in production; the
-   site's client reads them (`httpx.AsyncClient(transport=http_transport())`, `client.stream`,
-   `aiter_body(response)`: the body's bytes straight from aiohttp) at the relay's ticks
-   (chats.loop.ticks, in the window of the whole load: 20 streams alone would not widen it), so
-   a read returns what arrived in one window, ~3 events (~1.4 at 30 ms).
+   paces the load's 200 streams at 50 events/s, each event in a packet of its own, as in
+   production; the site's client reads them (`httpx.AsyncClient(transport=http_transport())`,
+   `client.stream`, `aiter_body(response)`: the body's bytes straight from aiohttp) at the
+   relay's ticks (chats.loop.ticks, in the window the site's 200 runs widen it to: this
+   process has no runs, so `use_window` sets it), so a read returns what arrived in one window,
+   ~3 events (~1.4 at 30 ms), and the 200 reads of a tick share the event loop's wake-ups as
+   they do in the site (fewer streams share them less: `--read-streams 20` costs ~1.7x a read).
    Wall time would be mostly waiting, so this stage is this process's CPU time
    (time.process_time) from the moment every stream has its first chunk to the end, over the
    events read meanwhile: the event loop's wake-ups and the socket syscalls are in it.
@@ -107,7 +110,7 @@ TURNS = 200
 EVENTS = 150  # per turn
 TICK_EVENTS = 600  # per tick: 200 chats x 50 events/s x the window (`use_window`)
 WINDOW = 0.06  # seconds between the relay's ticks at this load (`use_window`)
-READ_STREAMS = 20
+READ_STREAMS = TURNS  # `--read-streams`
 READ_RATE = 50.0  # events per second per stream
 READ_EVENTS = 50  # per paced stream (1 s a round)
 UNPACED_EVENTS = 5000
@@ -176,7 +179,7 @@ def site_window() -> float:
 
 def use_window(window: float) -> None:
     """Process the load in ticks `window` apart: each tick's events, and the read stage's reads
-    (its 20 streams alone would not widen the window the site's 200 do)."""
+    (this process has no runs to widen the window as the site's 200 do)."""
     global WINDOW, TICK_EVENTS, PLAN
     from django.conf import settings
 
@@ -751,6 +754,7 @@ def metrics_cost(rounds: int) -> None:
 
 
 def main() -> None:
+    global READ_STREAMS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
@@ -761,6 +765,12 @@ def main() -> None:
         type=float,
         help="seconds between ticks (default: the window the site's relay takes at this load)",
     )
+    parser.add_argument(
+        "--read-streams",
+        type=int,
+        default=READ_STREAMS,
+        help="paced streams the read stage reads at once (default: the load's 200)",
+    )
     parser.add_argument("--db-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.db_only:  # the PostgreSQL run: DATABASE_URL is set by the parent
@@ -769,6 +779,7 @@ def main() -> None:
         print("STAGES" + json.dumps(database_stages(args.rounds)), flush=True)
         return
 
+    READ_STREAMS = args.read_streams
     began = time.perf_counter()
     print(f"## Cost per relayed event, by stage (`{invocation()}`)\n")
     print(machine())
