@@ -39,7 +39,7 @@ from chats.loop.per_loop import PerLoop
 from chats.loop.ticks import Ticks, get_ticks
 from chats.metrics import EVENT_LOG_FLUSH, EVENTS_RELAYED
 from chats.models import Turn, TurnEvent
-from citations.new_rows import COPY_ESCAPES, sqlite_row_chunks
+from citations.new_rows import copy_text, sqlite_row_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -353,7 +353,7 @@ def _sqlite_turns(turns: str) -> str:
 @functools.lru_cache(maxsize=256)
 def _copy_text(text: str) -> bytes:
     """A column's text in COPY's text format (an unknown event's type is the agent's own)."""
-    return text.translate(COPY_ESCAPES).encode()
+    return copy_text(text).encode()
 
 
 def copy_rows(
