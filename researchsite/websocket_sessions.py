@@ -16,7 +16,6 @@ Sockets that open together (a restart's reconnects) have theirs found together
 
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from django.contrib.sessions.backends.base import SessionBase
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from chats.loop.batches import DatabaseBatches
+from chats.loop.batches import DatabaseBatches, one_each
 from chats.loop.per_loop import PerLoop
 
 
@@ -81,8 +80,7 @@ def users_of_sessions(sessions: list[SessionBase]) -> list[Any]:
     users a `ModelBackend` finds in one more."""
     claims = [_claim(data) for data in _session_data(sessions)]
     users = _users(claim for claim in claims if claim is not None)
-    handed_out: set[int] = set()
-    outcomes: list[Any] = []
+    found: list[Any] = []
     for session, claim in zip(sessions, claims, strict=True):
         user = None if claim is None else users[claim.backend_path, claim.user_id]
         if user is not None and hasattr(user, "get_session_auth_hash"):
@@ -92,12 +90,8 @@ def users_of_sessions(sessions: list[SessionBase]) -> list[Any]:
             ):
                 session.flush()
                 user = None
-        if user is not None:
-            if id(user) in handed_out:  # one user's two sockets: each may change its own
-                user = copy.copy(user)
-            handed_out.add(id(user))
-        outcomes.append(user or AnonymousUser())
-    return outcomes
+        found.append(user)
+    return [user or AnonymousUser() for user in one_each(found)]
 
 
 _socket_users = PerLoop(lambda: DatabaseBatches(users_of_sessions, name="socket users"))

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Generic, TypeVar
 
 from channels.db import database_sync_to_async
@@ -195,3 +196,18 @@ class DatabaseBatches(Generic[Item, Result]):
         if len(outcomes) != len(items):
             raise RuntimeError(f"{self.name}: {len(outcomes)} outcomes for {len(items)} items")
         return outcomes
+
+
+def one_each(results: Iterable[Result | None]) -> list[Result | None]:
+    """A batch's results, each object handed out once as itself and again only as a shallow copy:
+    two waiters given the same row (two pages of one chat, one user's two sockets) may each
+    change their own."""
+    handed_out: set[int] = set()
+    owned: list[Result | None] = []
+    for result in results:
+        if result is not None:
+            if id(result) in handed_out:
+                result = copy.copy(result)
+            handed_out.add(id(result))
+        owned.append(result)
+    return owned

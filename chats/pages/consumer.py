@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import time
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from chats.live.follow import CATCH_UP, FrameOutbox, Placement, log_chunks, plac
 from chats.live.limits import FrameRate, get_socket_leases, socket_close, sockets_open
 from chats.live.protocol import Ask, CardKind, EventView, Rerun, Stop, Sync
 from chats.live.relay import RelayFrame, get_relay
-from chats.loop.batches import DatabaseBatches
+from chats.loop.batches import DatabaseBatches, one_each
 from chats.loop.per_loop import PerLoop
 from chats.metrics import EVENT_DELAY, OPEN_WEBSOCKETS
 from chats.models import Chat
@@ -75,15 +74,7 @@ def _open_pages(opens: list[PageOpen]) -> list[Chat | ErrorCode]:
     Database thread: pages opening together (a restart's reconnects, a team's morning) are
     checked and counted in a few queries, not a few each."""
     readable = Chat.objects.readable_pairs((page.user.pk, page.chat_id) for page in opens)
-    chats: list[Chat | None] = []
-    handed_out: set[int] = set()
-    for page in opens:
-        chat = readable.get((page.user.pk, page.chat_id))
-        if chat is not None:
-            if id(chat) in handed_out:  # two pages of one chat: each may change its own
-                chat = copy.copy(chat)
-            handed_out.add(id(chat))
-        chats.append(chat)
+    chats = one_each(readable.get((page.user.pk, page.chat_id)) for page in opens)
     counted = [
         (page.user.pk, page.channel_name)
         for page, chat in zip(opens, chats, strict=True)

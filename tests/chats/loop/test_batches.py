@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from chats.loop.batches import MAX_BATCH, DatabaseBatches
+from chats.loop.batches import MAX_BATCH, DatabaseBatches, one_each
 
 # The batches run on the database thread, which checks its connection before each call.
 pytestmark = pytest.mark.django_db
@@ -151,3 +151,17 @@ async def test_a_background_batch_goes_alone_at_once():
     batches = DatabaseBatches(doubling(calls), name="test", background=True)
     assert await batches.submit(4) == 8
     assert calls == [[4]]
+
+
+def test_one_each_hands_an_object_out_once_and_copies_it_after():
+    class Row:
+        def __init__(self, name):
+            self.name = name
+
+    first, second = Row("a"), Row("b")
+    owned = one_each([first, None, second, first, first])
+    assert owned[0] is first and owned[1] is None and owned[2] is second
+    assert owned[3] is not first and owned[4] is not first and owned[3] is not owned[4]
+    assert [row.name for row in owned if row is not None] == ["a", "b", "a", "a"]
+    owned[3].name = "changed"
+    assert first.name == "a"  # the copy is the second waiter's own
